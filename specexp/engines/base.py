@@ -1,0 +1,85 @@
+"""The contract every engine adapter fulfils.
+
+An adapter turns the composed config into the server's argv and environment, checks that argv
+before anything starts, knows how to read acceptance from its own counters or response fields, and
+what extra request fields the engine needs. It never runs a shell string.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import aiohttp
+
+from specexp.config import Config, EngineConfig
+from specexp.load.records import RequestRecord
+
+
+@dataclass(frozen=True)
+class Command:
+    """A server process to start: argv (never a shell string) and the variables set on top of ours."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class Engine:
+    """Base adapter; subclasses set ``name`` and ``config_class`` and override what differs."""
+
+    name: ClassVar[str]
+    config_class: ClassVar[type[EngineConfig]]
+    ready_path: ClassVar[str] = "/v1/models"
+    metrics_path: ClassVar[str] = "/metrics"
+
+    def python(self, cfg: Config) -> list[str]:
+        """The interpreter (behind any launcher prefix) that runs the engine."""
+        return [*cfg.engine.launcher, cfg.engine.python or sys.executable]
+
+    def command(self, cfg: Config, port: int) -> Command | None:
+        """The server to start on ``port``; None when the server already runs elsewhere."""
+        raise NotImplementedError
+
+    def endpoint(self, cfg: Config, port: int) -> str:
+        return f"http://{cfg.engine.host}:{port}"
+
+    def server_env(self, cfg: Config) -> dict[str, str]:
+        """Variables every engine gets: the nccl group, then engine.env (later wins)."""
+        return {**cfg.nccl.env, **cfg.engine.env}
+
+    def preflight(self, cfg: Config, command: Command) -> list[str]:
+        """Check argv with the engine's own parser where it is installed; raise ConfigError on a
+        rejected flag. Returns notes for the user (settings the engine will change or ignore)."""
+        return []
+
+    def version(self, cfg: Config) -> str | None:
+        return None
+
+    def headers(self, cfg: Config) -> dict[str, str]:
+        return {}
+
+    def request_fields(self, cfg: Config) -> dict[str, Any]:
+        """Extra JSON fields for each /v1/completions request (e.g. to get token ids back)."""
+        return {}
+
+    def observe(self, event: dict[str, Any], record: RequestRecord) -> None:
+        """See each parsed streamed event; keep engine extension fields in ``record.extra``."""
+
+    def tags(self, cfg: Config) -> dict[str, str]:
+        """Engine facts to tag each run with (e.g. a setting the installed version ignores)."""
+        return {}
+
+    async def read_counters(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, float] | None:
+        """Cumulative engine counters, read before and after the measured window; None if none."""
+        return None
+
+    def acceptance(
+        self, before: dict[str, float] | None, after: dict[str, float] | None, records: list[RequestRecord]
+    ) -> dict[str, float]:
+        """METRICS.md speculation keys over the measured window; {} when unavailable."""
+        return {}
+
+    async def server_info(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, Any] | None:
+        """The engine's resolved configuration, for the run's artifacts."""
+        return None

@@ -1,0 +1,81 @@
+"""vLLM-style speculative-decoding counters: scraped from Prometheus text, turned into METRICS.md keys.
+
+vLLM exposes cumulative counters (vllm/v1/spec_decode/metrics.py); the reference engine keeps the
+same names and semantics under its own prefix, so both engines' acceptance is computed by the same
+code: deltas around the measured window, never the lifetime totals.
+"""
+
+from __future__ import annotations
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+DRAFTS = "spec_decode_num_drafts"
+DRAFT_TOKENS = "spec_decode_num_draft_tokens"
+ACCEPTED = "spec_decode_num_accepted_tokens"
+ACCEPTED_PER_POS = "spec_decode_num_accepted_tokens_per_pos"
+# Reference engine only: target steps that emitted tokens for a sequence, prefill included.
+VERIFY_STEPS = "verify_steps"
+
+
+def parse(text: str, prefix: str) -> dict[str, float]:
+    """Sum every ``<prefix>...`` counter over its labels except ``position``.
+
+    Keys are the counter name without prefix and ``_total``; per-position counters become
+    ``spec_decode_num_accepted_tokens_per_pos[i]``. Summing over ``engine`` labels makes a
+    data-parallel server one number, as its clients see it.
+    """
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        if not family.name.startswith(prefix) or family.type not in ("counter", "gauge"):
+            continue
+        base = family.name[len(prefix) :]
+        for sample in family.samples:
+            if sample.name.endswith("_created"):
+                continue
+            key = base
+            if "position" in sample.labels:
+                key = f"{base}[{sample.labels['position']}]"
+            out[key] = out.get(key, 0.0) + sample.value
+    return out
+
+
+async def scrape(http: aiohttp.ClientSession, url: str, prefix: str) -> dict[str, float]:
+    async with http.get(url) as resp:
+        resp.raise_for_status()
+        return parse(await resp.text(), prefix)
+
+
+def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: after[k] - before.get(k, 0.0) for k in after}
+
+
+def acceptance(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, float]:
+    """METRICS.md speculation keys from two scrapes; {} when the server has no spec counters.
+
+    verify steps are the reference engine's exact count when present, else vLLM's ``num_drafts``
+    (decode steps that carried drafts; vLLM's prefill token is not a verify step).
+    """
+    if before is None or after is None:
+        return {}
+    d = delta(before, after)
+    steps = d.get(VERIFY_STEPS, d.get(DRAFTS))
+    if steps is None:
+        return {}
+    if steps <= 0:
+        return {"spec_verify_steps": 0.0}
+    accepted = d.get(ACCEPTED, 0.0)
+    drafted = d.get(DRAFT_TOKENS, 0.0)
+    out = {
+        "spec_verify_steps": steps,
+        "spec_draft_tokens": drafted,
+        "spec_accepted_tokens": accepted,
+        "accept_length": 1.0 + accepted / steps,
+    }
+    if drafted > 0:
+        out["accept_rate"] = accepted / drafted
+        drafts = d.get(DRAFTS, steps)
+        for key, value in d.items():
+            if key.startswith(ACCEPTED_PER_POS + "[") and drafts > 0:
+                out[f"accept_rate_pos_{key[len(ACCEPTED_PER_POS) + 1 : -1]}"] = value / drafts
+    return out

@@ -1,0 +1,54 @@
+"""Per-request records: what the client saw of each request, the input to every metric."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Chunk:
+    """One streamed event that carried output: when it arrived and how many tokens it held."""
+
+    t: float  # seconds on the client's monotonic clock
+    tokens: int
+    text: str = ""
+
+
+@dataclass
+class RequestRecord:
+    index: int
+    send: float  # monotonic seconds when the request was sent
+    end: float | None = None  # monotonic seconds of the last chunk (or of the failure)
+    chunks: list[Chunk] = field(default_factory=list)
+    prompt_tokens: int | None = None  # from the server's usage, else the client's count when it has one
+    completion_tokens: int | None = None  # from the server's usage
+    token_source: str = "chunks"  # "usage" when completion_tokens came from the server
+    error: str | None = None
+    finish_reason: str | None = None
+    token_ids: list[int] | None = None  # when the server streams them
+    # Engine-specific per-request fields (e.g. SGLang's spec_verify_ct), read by the engine adapter.
+    extra: dict[str, Any] = field(default_factory=dict)
+    warmup: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def output_tokens(self) -> int:
+        if self.completion_tokens is not None:
+            return self.completion_tokens
+        return sum(c.tokens for c in self.chunks)
+
+    @property
+    def text(self) -> str:
+        return "".join(c.text for c in self.chunks)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RequestRecord:
+        chunks = [Chunk(**c) for c in data.pop("chunks", [])]
+        return cls(chunks=chunks, **data)
