@@ -205,7 +205,9 @@ class WorkloadConfig:
         if self.kind not in ("random", "builtin", "jsonl"):
             raise ConfigError("workload.kind", f"unknown kind {self.kind!r}", "use random, builtin or jsonl")
         if self.kind == "jsonl" and not self.path:
-            raise ConfigError("workload.path", "a jsonl workload needs a file", "set workload.path=/path/to/prompts.jsonl")
+            raise ConfigError(
+                "workload.path", "a jsonl workload needs a file", "set workload.path=/path/to/prompts.jsonl"
+            )
         if self.output_len < 1:
             raise ConfigError("workload.output_len", f"{self.output_len} < 1", "ask for at least one token")
         if self.input_len < 1:

@@ -1,0 +1,72 @@
+"""Registers the schemas and the sweep presets in Hydra's ConfigStore; turns a composed config into
+a validated ``Config``.
+
+YAML in conf/ names its schema (``defaults: [drafter_schema, _self_]``), so a typo'd key or a wrong
+type fails at composition; the dataclasses' ``__post_init__`` then check combinations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
+
+from specexp.config import (
+    Config,
+    ConfigError,
+    DecodeConfig,
+    DrafterConfig,
+    ModelConfig,
+    NcclConfig,
+    TrackingConfig,
+    WorkloadConfig,
+)
+from specexp.engines import ENGINES
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def resource_dir(name: str) -> Path:
+    """conf/ or sweeps/: beside the package in a checkout, inside it (``_name``) in a wheel."""
+    checkout = _PACKAGE.parent / name
+    return checkout if checkout.is_dir() else _PACKAGE / f"_{name}"
+
+
+CONF_DIR = resource_dir("conf")
+SWEEPS_DIR = resource_dir("sweeps")
+
+
+def register() -> None:
+    from specexp.sweeper import SpecexpSweeperConf
+
+    cs = ConfigStore.instance()
+    cs.store(group="hydra/sweeper", name="specexp", node=SpecexpSweeperConf, provider="specexp")
+    cs.store(name="config_schema", node=Config)
+    for engine in ENGINES.values():
+        cs.store(group="engine", name=f"{engine.name}_schema", node=engine.config_class)
+    for group, node in (
+        ("model", ModelConfig),
+        ("drafter", DrafterConfig),
+        ("decode", DecodeConfig),
+        ("nccl", NcclConfig),
+        ("workload", WorkloadConfig),
+        ("tracking", TrackingConfig),
+    ):
+        cs.store(group=group, name=f"{group}_schema", node=node)
+    # `+sweep=NAME` loads sweeps/NAME.yaml at the root, so a preset may set any key, hydra's included.
+    for path in sorted(SWEEPS_DIR.glob("*.yaml")):
+        cs.store(group="sweep", name=path.stem, node=OmegaConf.load(path), package="_global_")
+
+
+def load(cfg: DictConfig) -> Config:
+    """The validated dataclass tree for a composed config (its ``hydra`` node dropped)."""
+    cfg = cfg.copy()
+    with open_dict(cfg):
+        cfg.pop("hydra", None)
+    try:
+        return OmegaConf.to_object(cfg)  # type: ignore[return-value]
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "config"
+        raise ConfigError(str(key), str(exc).splitlines()[0], "check the value against conf/ and `--cfg job`") from exc

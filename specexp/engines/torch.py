@@ -1,0 +1,100 @@
+"""engine=torch: the reference engine (specexp.reference), launched like any other server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aiohttp
+
+from specexp.config import Config, ConfigError, EngineConfig
+from specexp.engines import counters
+from specexp.engines.base import Command, Engine
+from specexp.load.records import RequestRecord
+
+# The reference engine runs draft models and prompt lookup; EAGLE heads need vLLM or SGLang.
+_METHODS = {"none": None, "draft_model": "draft_model", "standalone": "draft_model", "ngram": "ngram"}
+
+
+@dataclass
+class TorchEngineConfig(EngineConfig):
+    name: str = "torch"
+    device: str = "cpu"
+    dtype: str = "float32"
+    threads: int | None = None  # torch threads in the server; None: torch's default
+    seed: int = 0
+    startup_timeout_s: float = 180.0
+
+    def check(self, cfg: Config) -> None:
+        d = cfg.drafter
+        if d.method not in _METHODS:
+            raise ConfigError(
+                "drafter.method",
+                f"the reference engine does not run {d.method} drafters",
+                "use drafter=tiny, tiny_self or ngram here, or engine=vllm / engine=sglang for EAGLE heads",
+            )
+        if d.topk != 1:
+            raise ConfigError("drafter.topk", f"the reference engine drafts a chain, not a top-{d.topk} tree", "use 1")
+        if self.dtype not in ("float32", "bfloat16", "float16"):
+            raise ConfigError("engine.dtype", f"unknown dtype {self.dtype!r}", "use float32, bfloat16 or float16")
+
+
+class TorchEngine(Engine):
+    name = "torch"
+    config_class = TorchEngineConfig
+    ready_path = "/health"
+
+    def command(self, cfg: Config, port: int) -> Command:
+        e: TorchEngineConfig = cfg.engine
+        argv = [
+            *self.python(cfg),
+            "-m",
+            "specexp.reference",
+            "--model",
+            cfg.model.path,
+            "--served-model-name",
+            cfg.model.api_name,
+            "--host",
+            e.host,
+            "--port",
+            str(port),
+            "--max-running-requests",
+            str(cfg.capacity),
+            "--num-continuous-decode-steps",
+            str(cfg.decode.steps),
+            "--device",
+            e.device,
+            "--dtype",
+            e.dtype,
+            "--seed",
+            str(e.seed),
+        ]
+        if e.threads is not None:
+            argv += ["--threads", str(e.threads)]
+        if cfg.model.max_model_len is not None:
+            argv += ["--max-model-len", str(cfg.model.max_model_len)]
+        d = cfg.drafter
+        if d.speculative:
+            argv += ["--speculative-method", _METHODS[d.method], "--num-speculative-tokens", str(d.num_steps)]
+            if d.method == "ngram":
+                argv += [
+                    "--prompt-lookup-min",
+                    str(d.prompt_lookup_min),
+                    "--prompt-lookup-max",
+                    str(d.prompt_lookup_max),
+                ]
+            else:
+                argv += ["--draft-model", d.path]
+        return Command(argv=[*argv, *e.extra_args], env=self.server_env(cfg))
+
+    def version(self, cfg: Config) -> str:
+        from specexp import __version__
+
+        return f"specexp-reference {__version__}"
+
+    async def read_counters(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, float]:
+        return await counters.scrape(http, base_url + self.metrics_path, "specexp:")
+
+    def acceptance(
+        self, before: dict[str, float] | None, after: dict[str, float] | None, records: list[RequestRecord]
+    ) -> dict[str, float]:
+        return counters.acceptance(before, after)

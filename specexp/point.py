@@ -1,0 +1,252 @@
+"""One point: one server configuration at one batch size, measured and recorded.
+
+config → server → load → records → metrics → results.json → MLflow. Results reach the disk before
+anything is sent anywhere; a failing point is recorded as failed (with the server log) and returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from omegaconf import DictConfig, OmegaConf
+
+from specexp import metrics, server, tracking
+from specexp.config import Config, ConfigError
+from specexp.console import load_progress
+from specexp.engines import adapter
+from specexp.engines.base import Command, Engine
+from specexp.load.client import run_closed_loop
+from specexp.load.prompts import make_prompts
+from specexp.load.records import RequestRecord
+
+log = logging.getLogger("specexp")
+
+PORT_PLACEHOLDER = 0  # the port in argv used for the server key and dry runs
+
+
+@dataclass
+class PointResult:
+    status: str  # ok | failed | interrupted
+    metrics: dict[str, float] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    run_id: str | None = None
+    job_dir: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+def describe(cfg: Config) -> tuple[Engine, Command | None, str]:
+    """The adapter, the server command (port placeholder) and its key: no side effects."""
+    engine = adapter(cfg)
+    command = engine.command(cfg, PORT_PLACEHOLDER)
+    return engine, command, server.server_key(command, engine.endpoint(cfg, PORT_PLACEHOLDER))
+
+
+def dry_run_text(cfg: Config) -> str:
+    _, command, key = describe(cfg)
+    shown = {"server_key": key, "argv": command.argv, "env": server.redact(command.env)} if command else {"key": key}
+    return json.dumps(shown, indent=2)
+
+
+def flat_params(raw: DictConfig) -> dict[str, Any]:
+    """The resolved config as dotted keys, secret-looking values redacted."""
+    flat: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{prefix}{k}.")
+        else:
+            flat[prefix[:-1]] = node
+
+    walk(OmegaConf.to_container(raw, resolve=True), "")
+    return server.redact(flat)
+
+
+def git_sha() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def ensure_models(cfg: Config) -> None:
+    if "tiny" in (cfg.model.build, cfg.drafter.build):
+        from specexp.models.tiny import ensure_tiny
+
+        ensure_tiny(Path(cfg.outputs))
+
+
+async def measure_once(cfg: Config, engine: Engine, base_url: str, stream: str) -> tuple[list[RequestRecord], dict]:
+    """Warm-up, counters, the measured window, counters: records and the speculation metrics."""
+    w = cfg.workload
+    body = {
+        "model": cfg.model.api_name,
+        "max_tokens": w.output_len,
+        "temperature": w.temperature,
+        "ignore_eos": w.ignore_eos,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        **engine.request_fields(cfg),
+    }
+    url = base_url + "/v1/completions"
+    timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s)
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(headers=engine.headers(cfg), timeout=timeout, connector=connector) as http:
+        warm = make_prompts(w, w.warmups(cfg.batch), f"{stream}/warmup")
+        if warm:
+            await run_closed_loop(http, url, warm, cfg.batch, body, engine.observe, warmup=True)
+        before = await engine.read_counters(http, base_url)
+        prompts = make_prompts(w, w.measured(cfg.batch), f"{stream}/measured")
+        with load_progress(len(prompts), f"batch {cfg.batch}") as on_done:
+            records = await run_closed_loop(http, url, prompts, cfg.batch, body, engine.observe, on_done)
+        after = await engine.read_counters(http, base_url)
+    return records, engine.acceptance(before, after, records)
+
+
+async def fetch_server_info(engine: Engine, cfg: Config, base_url: str) -> dict[str, Any] | None:
+    async with aiohttp.ClientSession(headers=engine.headers(cfg)) as http:
+        try:
+            return await engine.server_info(http, base_url)
+        except aiohttp.ClientError as exc:
+            return {"error": str(exc)}
+
+
+def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResult:
+    """Measure one point and record it; never raises for a failed point (only for interrupts)."""
+    job_dir.mkdir(parents=True, exist_ok=True)
+    engine, key_command, key = describe(cfg)
+    result = PointResult(status="ok", params=flat_params(raw), job_dir=str(job_dir))
+    result.tags = {
+        "specexp.sweep_id": cfg.sweep_id or "",
+        "specexp.server_key": key,
+        "specexp.git_sha": git_sha(),
+        "specexp.engine": cfg.engine.name,
+        "specexp.drafter": cfg.drafter.name,
+    }
+    (job_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw, resolve=True))
+    server_log_start = 0
+    log_path = Path(cfg.outputs).resolve() / "servers" / f"{time.strftime('%Y%m%d-%H%M%S')}-{key}.log"
+    records: list[RequestRecord] = []
+    try:
+        ensure_models(cfg)
+        port = cfg.engine.port or server.free_port(cfg.engine.host)
+        command = engine.command(cfg, port)
+        notes = engine.preflight(cfg, command) if command else []
+        for note in notes:
+            log.warning(note)
+        base_url = engine.endpoint(cfg, port)
+        srv, reused = server.acquire(
+            key,
+            command,
+            base_url,
+            base_url + engine.ready_path,
+            log_path,
+            cfg.engine.startup_timeout_s,
+            engine.headers(cfg),
+        )
+        if reused:
+            log_path, server_log_start = srv.log_path or log_path, srv.log_size()
+        else:
+            result.metrics["server_startup_s"] = srv.startup_s
+            _write_json(job_dir / "server_info.json", asyncio.run(fetch_server_info(engine, cfg, srv.base_url)))
+        shown = srv.command or key_command
+        if shown:
+            _write_json(job_dir / "server.json", {"argv": shown.argv, "env": server.redact(shown.env)})
+        result.tags |= {
+            "specexp.server_reused": str(reused).lower(),
+            "specexp.engine_version": engine.version(cfg) or "unknown",
+            **engine.tags(cfg),
+        }
+        repeat_metrics = []
+        for repeat in range(cfg.repeats):
+            stream = f"{cfg.sweep_id or 'run'}/{job_num}/{repeat}"
+            recs, acceptance = asyncio.run(measure_once(cfg, engine, srv.base_url, stream))
+            records += recs
+            repeat_metrics.append(metrics.compute(recs) | acceptance)
+        result.metrics |= repeat_metrics[0] if cfg.repeats == 1 else metrics.aggregate_repeats(repeat_metrics)
+        result.tags["specexp.token_source"] = metrics.token_source(records)
+        if result.metrics.get("requests_ok", 0) == 0:
+            raise RuntimeError(f"every measured request failed; first error: {records[0].error if records else '-'}")
+    except KeyboardInterrupt:
+        result.status, result.error = "interrupted", "interrupted (SIGINT)"
+        raise
+    except SystemExit as exc:
+        result.status, result.error = "interrupted", f"interrupted (exit {exc.code})"
+        raise
+    except ConfigError as exc:  # the engine's own parser refused the argv: nothing was started
+        log.error("%s", exc)
+        result.status, result.error = "failed", f"ConfigError: {exc}"
+    except Exception as exc:  # a failing point is recorded and the sweep goes on
+        log.exception("point failed")
+        result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
+    finally:
+        result.tags["specexp.status"] = result.status
+        _save_server_log(log_path, server_log_start, job_dir)
+        _write_records(job_dir / "records.jsonl", records)
+        _write_json(job_dir / "results.json", result.to_json())
+        _track(cfg, result, job_dir)
+    return result
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, default=str))
+
+
+def _write_records(path: Path, records: list[RequestRecord]) -> None:
+    with path.open("w") as f:
+        for r in records:
+            f.write(json.dumps(r.to_json()) + "\n")
+
+
+def _save_server_log(log_path: Path, start: int, job_dir: Path) -> None:
+    """This point's slice of the server log (from launch, or from where the last point left off)."""
+    if not log_path.exists():
+        return
+    with log_path.open("rb") as f:
+        f.seek(start)
+        (job_dir / "server.log").write_bytes(f.read())
+
+
+def _track(cfg: Config, result: PointResult, job_dir: Path) -> None:
+    if not cfg.tracking.enabled:
+        return
+    try:
+        result.run_id = tracking.log_point(
+            cfg.tracking,
+            Path(cfg.outputs),
+            run_name=f"{cfg.engine.name}-{cfg.model.name}-{cfg.drafter.name}-b{cfg.batch}",
+            metrics=result.metrics,
+            params=result.params,
+            tags=result.tags,
+            artifacts=[
+                job_dir / n
+                for n in (
+                    "config.yaml",
+                    "server.json",
+                    "server_info.json",
+                    "server.log",
+                    "records.jsonl",
+                    "results.json",
+                )
+            ],
+            status={"ok": "FINISHED", "failed": "FAILED"}.get(result.status, "KILLED"),
+            sweep_id=cfg.sweep_id,
+        )
+        _write_json(job_dir / "results.json", result.to_json())
+    except Exception:  # the results are on disk; tracking is best effort
+        log.exception("MLflow logging failed; results kept in %s", job_dir)

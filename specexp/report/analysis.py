@@ -1,0 +1,96 @@
+"""Sweep-level analysis (METRICS.md "Sweep level"): pairing with baselines, speedups, crossovers.
+
+Pure functions over rows: one dict per point holding its flattened params (``engine.name``,
+``drafter.name``, ``batch``, ...), its metrics and ``status``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+Row = dict[str, Any]
+
+BASELINE = "none"
+# Params that differ between points of one sweep without making them different experiments.
+_NOT_IDENTITY = ("sweep_id", "max_batch", "dry_run", "repeats", "tracking.")
+
+
+def identity(row: Row, drop: tuple[str, ...] = ()) -> tuple[tuple[str, str], ...]:
+    """The point's settings minus the drafter (and ``drop``): equal for a point and its baseline."""
+    return tuple(
+        sorted(
+            (k, str(v))
+            for k, v in row["params"].items()
+            if not k.startswith(("drafter.", *_NOT_IDENTITY)) and k not in drop
+        )
+    )
+
+
+def drafter(row: Row) -> str:
+    return str(row["params"].get("drafter.name", BASELINE))
+
+
+def pair_speedups(rows: Sequence[Row]) -> dict[int, dict[str, float]]:
+    """For each speculative point (by index) with an ok baseline: ``speedup`` and ``decode_speedup``."""
+    baselines = {identity(r): r for r in rows if drafter(r) == BASELINE and r.get("status") == "ok"}
+    out: dict[int, dict[str, float]] = {}
+    for i, row in enumerate(rows):
+        base = baselines.get(identity(row))
+        if drafter(row) == BASELINE or base is None or row.get("status") != "ok":
+            continue
+        ratios = {}
+        for key, metric in (("speedup", "output_throughput"), ("decode_speedup", "decode_speed_mean")):
+            num, den = row["metrics"].get(metric), base["metrics"].get(metric)
+            if num is not None and den:
+                ratios[key] = num / den
+        out[i] = ratios
+    return out
+
+
+def crossover(points: Sequence[tuple[float, float]]) -> float | None:
+    """The largest batch at which speedup is still >= 1, interpolated linearly in log2(batch)
+    between the last winning batch and the next (losing) one; None when it always or never wins."""
+    pts = sorted(points)
+    if all(s >= 1 for _, s in pts) or all(s < 1 for _, s in pts):
+        return None
+    for (b0, s0), (b1, s1) in reversed(list(itertools.pairwise(pts))):
+        if s0 >= 1 > s1:
+            frac = (s0 - 1) / (s0 - s1)
+            return 2 ** (math.log2(b0) + frac * (math.log2(b1) - math.log2(b0)))
+    return None  # wins only after losing: no batch past which it stops paying off
+
+
+def crossovers(rows: Sequence[Row], speedups: dict[int, dict[str, float]]) -> dict[str, float]:
+    """``crossover_batch.<drafter>`` per series of points that differ only in batch.
+
+    A drafter measured in several series (e.g. on two engines) gets one key per series, suffixed
+    with the settings that tell them apart.
+    """
+    series: dict[tuple[str, tuple], list[tuple[float, float]]] = {}
+    for i, ratios in speedups.items():
+        if "speedup" in ratios:
+            key = (drafter(rows[i]), identity(rows[i], drop=("batch",)))
+            series.setdefault(key, []).append((float(rows[i]["params"]["batch"]), ratios["speedup"]))
+    out: dict[str, float] = {}
+    by_drafter: dict[str, list[tuple]] = {}
+    for name, ident in series:
+        by_drafter.setdefault(name, []).append(ident)
+    for (name, ident), pts in series.items():
+        value = crossover(pts)
+        if value is None:
+            continue
+        label = f"crossover_batch.{name}"
+        if len(by_drafter[name]) > 1:
+            label += "." + ".".join(v for k, v in _differing(ident, by_drafter[name]))
+        out[label] = value
+    return out
+
+
+def _differing(ident: tuple, others: list[tuple]) -> list[tuple[str, str]]:
+    keys = {k for other in others for k, v in other if (k, v) not in ident} | {
+        k for k, v in ident if any((k, v) not in other for other in others)
+    }
+    return [(k, v) for k, v in ident if k in keys]

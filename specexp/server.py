@@ -1,0 +1,210 @@
+"""Engine server lifecycle: launch, readiness, log capture, reuse across a sweep's jobs, teardown.
+
+One server runs at a time per specexp process. Consecutive jobs with the same server key reuse it;
+a new key, an exception, SIGINT, SIGTERM or interpreter exit tears the whole process group down, so
+no engine process outlives specexp.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from specexp.engines.base import Command
+
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+
+
+class ServerStartError(RuntimeError):
+    """The server died or never became ready; carries the tail of its log."""
+
+
+def redact(env: dict[str, str]) -> dict[str, str]:
+    """The environment as it may be shown or logged: secret-looking values hidden."""
+    return {k: "***" if any(m in k.upper() for m in SECRET_MARKERS) else v for k, v in env.items()}
+
+
+def server_key(command: Command | None, endpoint: str) -> str:
+    """Hash of everything that changes the server process: its argv (port aside) and environment."""
+    payload = json.dumps({"argv": command.argv, "env": command.env} if command else {"endpoint": endpoint})
+    return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def log_tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if specexp itself dies without a chance to clean up (Linux)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class Server:
+    key: str
+    base_url: str
+    process: subprocess.Popen[bytes] | None
+    log_path: Path | None
+    startup_s: float
+    command: Command | None
+
+    def alive(self) -> bool:
+        return self.process is None or self.process.poll() is None
+
+    def log_size(self) -> int:
+        return self.log_path.stat().st_size if self.log_path and self.log_path.exists() else 0
+
+
+def wait_ready(
+    url: str,
+    deadline_s: float,
+    process: subprocess.Popen[bytes] | None,
+    log: Path | None,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """Poll ``url`` until it answers 200; fail at once when the process exits."""
+    end = time.monotonic() + deadline_s
+    while True:
+        if process is not None and process.poll() is not None:
+            raise ServerStartError(
+                f"server exited with code {process.returncode} before it was ready; log tail:\n"
+                + (log_tail(log) if log else "")
+            )
+        try:
+            req = urllib.request.Request(url, headers=headers or {})
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                if resp.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            pass
+        if time.monotonic() > end:
+            raise ServerStartError(
+                f"server not ready at {url} after {deadline_s:.0f}s; log tail:\n" + (log_tail(log) if log else "")
+            )
+        time.sleep(0.25)
+
+
+def launch(command: Command, key: str, base_url: str, ready_url: str, log_path: Path, deadline_s: float) -> Server:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            command.argv,
+            env={**os.environ, **command.env},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: teardown kills the engine's children too
+            preexec_fn=_die_with_parent,
+        )
+    server = Server(key, base_url, process, log_path, 0.0, command)
+    _pool.current = server  # registered before readiness so an interrupt still tears it down
+    try:
+        wait_ready(ready_url, deadline_s, process, log_path)
+    except BaseException:
+        _pool.stop()
+        raise
+    server.startup_s = time.monotonic() - t0
+    return server
+
+
+def terminate(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left after ``grace_s``."""
+    if process.poll() is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)  # stragglers of a dead leader
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=grace_s)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=5)
+
+
+class _Pool:
+    """The one server this process holds; reused while the key stays the same."""
+
+    def __init__(self) -> None:
+        self.current: Server | None = None
+        self._hooked = False
+
+    def get(self, key: str) -> Server | None:
+        """The running server for ``key``, or None after stopping whatever else runs."""
+        if self.current is not None and self.current.key == key and self.current.alive():
+            return self.current
+        self.stop()
+        self._hook()
+        return None
+
+    def stop(self) -> None:
+        server, self.current = self.current, None
+        if server is not None and server.process is not None:
+            terminate(server.process)
+
+    def _hook(self) -> None:
+        if self._hooked:
+            return
+        self._hooked = True
+        atexit.register(self.stop)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(ValueError):  # not the main thread: the launcher owns signals
+                signal.signal(sig, _raise_exit)
+
+
+def _raise_exit(signum: int, _frame: object) -> None:
+    """SIGTERM/SIGHUP unwind like SIGINT does, so finally-blocks and atexit tear the server down."""
+    raise SystemExit(128 + signum)
+
+
+_pool = _Pool()
+
+
+def acquire(
+    key: str,
+    command: Command | None,
+    base_url: str,
+    ready_url: str,
+    log_path: Path,
+    deadline_s: float,
+    headers: dict[str, str] | None = None,
+) -> tuple[Server, bool]:
+    """The server for ``key``: the running one (reused=True) or a fresh launch."""
+    server = _pool.get(key)
+    if server is not None:
+        return server, True
+    if command is None:  # an external endpoint: nothing to launch, just make sure it answers
+        t0 = time.monotonic()
+        wait_ready(ready_url, deadline_s, None, None, headers)
+        server = Server(key, base_url, None, None, time.monotonic() - t0, None)
+        _pool.current = server
+        return server, False
+    return launch(command, key, base_url, ready_url, log_path, deadline_s), False
+
+
+def stop() -> None:
+    _pool.stop()
