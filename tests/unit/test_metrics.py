@@ -1,0 +1,69 @@
+"""METRICS.md definitions on hand-computed records, multi-token chunks included."""
+
+import pytest
+
+from specexp import metrics
+from specexp.load.records import Chunk, RequestRecord
+
+
+def records() -> list[RequestRecord]:
+    r0 = RequestRecord(0, send=0.0, end=0.4, prompt_tokens=10,
+                       chunks=[Chunk(0.1, 1), Chunk(0.3, 3), Chunk(0.4, 1)])
+    r1 = RequestRecord(1, send=0.05, end=0.45, prompt_tokens=10, chunks=[Chunk(0.25, 1), Chunk(0.45, 1)])
+    r2 = RequestRecord(2, send=0.1, end=0.5, error="HTTP 500")
+    return [r0, r1, r2]
+
+
+def test_counts_and_throughput() -> None:
+    m = metrics.compute(records())
+    assert m["requests_ok"] == 2 and m["requests_failed"] == 1
+    assert m["output_tokens"] == 7 and m["input_tokens"] == 20
+    # window: first send 0.0 to the last end 0.5
+    assert m["output_throughput"] == pytest.approx(14.0)
+    assert m["request_throughput"] == pytest.approx(4.0)
+    assert m["total_throughput"] == pytest.approx(54.0)
+
+
+def test_latencies() -> None:
+    m = metrics.compute(records())
+    assert m["ttft_ms_mean"] == pytest.approx(150.0)
+    assert m["e2e_ms_mean"] == pytest.approx(400.0)
+    assert m["tpot_ms_mean"] == pytest.approx((75.0 + 200.0) / 2)
+    # decode speed: (5-1)/0.3 and (2-1)/0.2
+    assert m["decode_speed_mean"] == pytest.approx((4 / 0.3 + 5.0) / 2)
+    assert m["decode_speed_p50"] == pytest.approx((4 / 0.3 + 5.0) / 2)
+
+
+def test_itl_is_token_normalised_and_chunk_gap_is_raw() -> None:
+    m = metrics.compute(records())
+    # a 3-token chunk after 200 ms gives three samples of 66.7 ms
+    assert m["itl_ms_mean"] == pytest.approx((3 * 200 / 3 + 100 + 200) / 5)
+    assert m["chunk_gap_ms_mean"] == pytest.approx((200 + 100 + 200) / 3)
+    assert m["chunk_gap_ms_p50"] == pytest.approx(200.0)
+    assert m["tokens_per_chunk_mean"] == pytest.approx(7 / 5)
+
+
+def test_percentiles_interpolate() -> None:
+    out = metrics.summarize("x", [1.0, 2.0, 3.0, 4.0])
+    assert out == {"x_mean": 2.5, "x_p50": 2.5, "x_p90": pytest.approx(3.7), "x_p99": pytest.approx(3.97)}
+
+
+def test_usage_count_wins_over_chunks() -> None:
+    r = RequestRecord(0, send=0.0, end=1.0, completion_tokens=9, chunks=[Chunk(0.5, 1), Chunk(1.0, 1)])
+    assert r.output_tokens == 9
+
+
+def test_all_failed_has_no_rates() -> None:
+    m = metrics.compute([RequestRecord(0, send=0.0, end=1.0, error="boom")])
+    assert m["requests_ok"] == 0 and "output_throughput" in m and m["output_throughput"] == 0.0
+    assert "ttft_ms_mean" not in m
+
+
+def test_repeats_aggregate_means_counts_and_intervals() -> None:
+    out = metrics.aggregate_repeats(
+        [{"output_throughput": 10.0, "requests_ok": 8}, {"output_throughput": 14.0, "requests_ok": 8}]
+    )
+    assert out["requests_ok"] == 16 and out["repeats"] == 2
+    assert out["output_throughput"] == pytest.approx(12.0)
+    # t(0.975, 1) * s / sqrt(2) with s = 2*sqrt(2)
+    assert out["output_throughput_ci95"] == pytest.approx(12.706 * 2.0)
