@@ -54,8 +54,8 @@ def points_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
     """config × batch → throughput, single-stream speed, speedup, acceptance, latency, status."""
     table = Table(title=title)
     columns = [
-        ("engine", "engine", 0),
-        ("drafter", "drafter", 0),
+        ("engine", "engine.name", 0),
+        ("drafter", "drafter.name", 0),
         ("batch", "batch", 0),
         ("output tok/s", "output_throughput", 1),
         ("stream tok/s", "decode_speed_mean", 1),

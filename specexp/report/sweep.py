@@ -101,7 +101,14 @@ class SweepRecorder:
                 log.exception("could not create the sweep's MLflow parent run; points are still saved")
         return cls(cfg, sweep_id, sweep_dir, parent)
 
-    def finish(self, rows: list[dict[str, Any]], interrupted: bool) -> None:
+    def finish(
+        self,
+        rows: list[dict[str, Any]],
+        interrupted: bool,
+        extra_metrics: dict[str, float] | None = None,
+        extra_files: list[Path] | None = None,
+    ) -> None:
+        """Summarize the sweep on disk, then on its parent run (with a tuner's extra results)."""
         speedups = pair_speedups(rows)
         for i, ratios in speedups.items():
             rows[i]["metrics"] |= ratios

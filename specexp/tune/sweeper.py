@@ -1,0 +1,290 @@
+"""Optuna tunes speculation depth as a Hydra sweep, on Optuna's ask/tell interface.
+
+Each trial asks the search space for a depth, composes and validates its jobs (a combination the
+engine would refuse is told to the study as pruned and never launched), runs them through Hydra's
+launcher, and tells the study the objective(s). With ``batches`` one trial measures several batch
+sizes on one server launch and the study gets one objective per batch: the best trial per
+objective is the depth schedule a deployment would use. Storage is persistent (sqlite by default,
+any SQLAlchemy URL, or ``journal:///path``), so rerunning the same command resumes the study.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import optuna
+from omegaconf import ListConfig
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import TrialState
+
+from specexp import server, tracking
+from specexp.config import ConfigError
+from specexp.console import console
+from specexp.jobs import LaunchingSweeper, compose, job_rows, plan
+from specexp.report.sweep import SweepRecorder
+from specexp.tune.space import Clause, SearchSpace, parse_condition
+
+log = logging.getLogger("specexp")
+
+MAX_ASKS_PER_TRIAL = 10
+SAMPLERS = ("tpe", "random", "grid", "bruteforce", "nsga2", "cmaes", "qmc", "gp")
+
+
+@dataclass
+class TuneConf:
+    """hydra.sweeper keys for ``mode: optuna``, named as hydra-optuna-sweeper names them."""
+
+    n_trials: int = 12  # the study's total: a rerun resumes up to it
+    timeout: float | None = None  # seconds for this invocation
+    storage: str | None = None  # None: sqlite:///<outputs>/optuna.db; or any SQLAlchemy URL, or journal:///path
+    study_name: str = "specexp"
+    direction: Any = "maximize"  # or a list, one per objective
+    objective: Any = "output_throughput"  # a METRICS.md key, or a list of them
+    constraints: list[str] = field(default_factory=list)  # e.g. ["ttft_ms_p99 <= 500"]
+    sampler: str = "tpe"
+    seed: int | None = 0
+    conditions: dict[str, str] = field(default_factory=dict)  # key -> "other.key > 1"
+    batches: list[int] | None = None  # measure each trial at these batch sizes (one objective per batch)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple, ListConfig)) else [value]
+
+
+def storage_for(url: str) -> str | JournalStorage:
+    if url.startswith("journal://"):
+        path = Path(url.removeprefix("journal://"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return JournalStorage(JournalFileBackend(str(path)))
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    return url
+
+
+def make_sampler(name: str, seed: int | None, space: SearchSpace, constrained: bool) -> optuna.samplers.BaseSampler:
+    constraints = constraint_values if constrained else None
+    match name:
+        case "tpe":
+            return optuna.samplers.TPESampler(seed=seed, constraints_func=constraints, n_startup_trials=4)
+        case "random":
+            return optuna.samplers.RandomSampler(seed=seed)
+        case "grid":
+            return optuna.samplers.GridSampler(space.grid(), seed=seed)
+        case "bruteforce":
+            return optuna.samplers.BruteForceSampler(seed=seed)
+        case "nsga2":
+            return optuna.samplers.NSGAIISampler(seed=seed, constraints_func=constraints)
+        case "cmaes":
+            return optuna.samplers.CmaEsSampler(seed=seed)
+        case "qmc":
+            return optuna.samplers.QMCSampler(seed=seed)
+        case "gp":
+            return optuna.samplers.GPSampler(seed=seed, constraints_func=constraints)
+    raise ConfigError("hydra.sweeper.sampler", f"unknown sampler {name!r}", f"use one of {SAMPLERS}")
+
+
+def constraint_values(trial: optuna.trial.FrozenTrial) -> list[float]:
+    """Optuna's convention: a trial is feasible when every value is <= 0."""
+    return trial.user_attrs.get("constraints", [])
+
+
+def violation(clause: Clause, metrics: dict[str, float]) -> float:
+    value = metrics.get(clause.key)
+    if value is None:
+        return float("inf")
+    return value - clause.value if clause.op in ("<", "<=") else clause.value - value
+
+
+def feasible(trial: optuna.trial.FrozenTrial) -> bool:
+    return all(v <= 0 for v in constraint_values(trial))
+
+
+class Tuner:
+    """Runs a study through a sweeper's launcher; the sweeper's ``params`` are the search space."""
+
+    def __init__(self, sweeper: LaunchingSweeper, conf: TuneConf, params: dict[str, str]) -> None:
+        self.sweeper = sweeper
+        self.config = sweeper.config
+        self.launcher = sweeper.launcher
+        self.conf = conf
+        self.objectives = [str(o) for o in _as_list(self.conf.objective)]
+        self.batches = [int(b) for b in self.conf.batches] if self.conf.batches else None
+        if self.batches and len(self.objectives) > 1:
+            raise ConfigError(
+                "hydra.sweeper.objective",
+                "one objective per batch already",
+                "tune one metric with batches, or several without",
+            )
+        directions = [str(d) for d in _as_list(self.conf.direction)]
+        n_obj = len(self.batches) if self.batches else len(self.objectives)
+        self.directions = directions * n_obj if len(directions) == 1 else directions
+        if len(self.directions) != n_obj or any(d not in ("maximize", "minimize") for d in self.directions):
+            raise ConfigError(
+                "hydra.sweeper.direction",
+                f"{directions} for {n_obj} objective(s)",
+                "give maximize/minimize once, or once per objective",
+            )
+        self.space = SearchSpace.parse(params, dict(self.conf.conditions))
+        self.constraints = [c for text in self.conf.constraints for c in parse_condition("constraints", text)]
+
+    def objective_names(self) -> list[str]:
+        if self.batches:
+            return [f"{self.objectives[0]}@b{b}" for b in self.batches]
+        return self.objectives
+
+    def sweep(self, arguments: list[str]) -> Any:
+        outputs = Path(str(self.config.outputs))
+        url = self.conf.storage or f"sqlite:///{outputs / 'optuna.db'}"
+        first, _ = compose(self.sweeper, list(arguments))
+        if first.dry_run:
+            console.print(f"search space: {self.space.distributions}\nconditions: {self.conf.conditions}")
+            return None
+        study = optuna.create_study(
+            storage=storage_for(url),
+            study_name=self.conf.study_name,
+            directions=self.directions,
+            sampler=make_sampler(self.conf.sampler, self.conf.seed, self.space, bool(self.constraints)),
+            load_if_exists=True,
+        )
+        study.set_metric_names(self.objective_names())
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        sweep_id = f"{sweep_dir.name}-{uuid.uuid4().hex[:6]}"
+        base = list(arguments)
+        recorder = SweepRecorder.start(first, sweep_id, sweep_dir, self.conf.n_trials)
+        rows: list[dict[str, Any]] = []
+        deadline = time.monotonic() + self.conf.timeout if self.conf.timeout else None
+        job_idx = 0
+        interrupted = True
+        try:
+            while not self._done(study, deadline):
+                job_idx = self._trial(study, base, sweep_id, job_idx, rows)
+            interrupted = False
+        finally:
+            server.stop()
+            summary = self._summarize(study, sweep_dir, url)
+            recorder.finish(
+                rows,
+                interrupted=interrupted,
+                extra_metrics=summary,
+                extra_files=[sweep_dir / "trials.csv", sweep_dir / "best.csv"],
+            )
+        return study
+
+    def _done(self, study: optuna.Study, deadline: float | None) -> bool:
+        """n_trials counts measured trials; infeasible ones (never launched) only count toward a cap."""
+        trials = study.get_trials(deepcopy=False)
+        measured = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.FAIL)]
+        if len(measured) >= self.conf.n_trials or len(trials) >= MAX_ASKS_PER_TRIAL * self.conf.n_trials:
+            return True
+        if deadline is not None and time.monotonic() > deadline:
+            return True
+        sampler = study.sampler
+        return isinstance(sampler, optuna.samplers.GridSampler) and sampler.is_exhausted(study)
+
+    def _trial(
+        self, study: optuna.Study, base: list[str], sweep_id: str, job_idx: int, rows: list[dict[str, Any]]
+    ) -> int:
+        trial = study.ask()
+        values = self.space.suggest(trial)
+        overrides = [*base, *self.space.overrides(values)]
+        jobs = [[*overrides, f"batch={b}"] for b in self.batches] if self.batches else [overrides]
+        try:
+            jobs = plan(self.sweeper, jobs, sweep_id)
+        except ConfigError as exc:  # the engine would refuse it: never launched
+            trial.set_user_attr("infeasible", str(exc))
+            study.tell(trial, state=TrialState.PRUNED)
+            console.print(f"trial {trial.number} {values}: infeasible, not launched ({exc})")
+            return job_idx
+        returns = self.launcher.launch(jobs, initial_job_idx=job_idx)
+        results = job_rows(returns)
+        rows += results
+        failed = [r for r in results if r.get("status") != "ok"]
+        metric_rows = [r["metrics"] for r in results]
+        if self.batches:
+            scores = [m.get(self.objectives[0]) for m in metric_rows]
+        else:
+            scores = [metric_rows[0].get(o) for o in self.objectives]
+        if failed or any(s is None for s in scores):
+            trial.set_user_attr("error", (failed[0].get("error") if failed else "objective missing") or "")
+            study.tell(trial, state=TrialState.FAIL)
+            console.print(f"trial {trial.number} {values}: failed")
+        else:
+            trial.set_user_attr("constraints", [violation(c, m) for m in metric_rows for c in self.constraints])
+            study.tell(trial, scores)
+            console.print(f"trial {trial.number} {values}: {dict(zip(self.objective_names(), scores, strict=True))}")
+        self._tag_runs(results, trial.number, self.conf.study_name)
+        return job_idx + len(jobs)
+
+    def _tag_runs(self, results: list[dict[str, Any]], number: int, study_name: str) -> None:
+        if not self.config.tracking.enabled:
+            return
+        try:
+            mlflow = tracking.client(self.config.tracking)
+            for r in results:
+                if r.get("run_id"):
+                    tracking.log_values(
+                        mlflow, r["run_id"], tags={"optuna.trial": str(number), "optuna.study": study_name}
+                    )
+        except Exception:
+            log.exception("could not tag the trial's MLflow runs")
+
+    def _summarize(self, study: optuna.Study, sweep_dir: Path, url: str) -> dict[str, float]:
+        """trials.csv, best.csv (the best trial per objective: the schedule) and parent metrics."""
+        trials = study.get_trials(deepcopy=False)
+        names = self.objective_names()
+        with (sweep_dir / "trials.csv").open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["trial", "state", "feasible", *names, *self.space.distributions])
+            for t in trials:
+                w.writerow(
+                    [
+                        t.number,
+                        t.state.name,
+                        feasible(t),
+                        *(t.values or [""] * len(names)),
+                        *(t.params.get(k, "") for k in self.space.distributions),
+                    ]
+                )
+        done = [t for t in trials if t.state == TrialState.COMPLETE and feasible(t)]
+        out: dict[str, float] = {"trials_complete": len(done), "trials_total": len(trials)}
+        with (sweep_dir / "best.csv").open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["objective", "direction", "value", "trial", *self.space.distributions])
+            for i, (name, direction) in enumerate(zip(names, self.directions, strict=True)):
+                if not done:
+                    continue
+                pick = max if direction == "maximize" else min
+                best = pick(done, key=lambda t: t.values[i])
+                w.writerow(
+                    [
+                        name,
+                        direction,
+                        best.values[i],
+                        best.number,
+                        *(best.params.get(k, "") for k in self.space.distributions),
+                    ]
+                )
+                out[f"best.{name}"] = best.values[i]
+                out[f"best_trial.{name}"] = best.number
+                out |= {f"best.{name}.{k}": float(v) for k, v in best.params.items() if isinstance(v, (int, float))}
+                out |= self._importances(study, i, name)
+        console.print(
+            f"study {self.conf.study_name!r} in {url}: {len(done)} feasible complete trial(s); "
+            f"best per objective in {sweep_dir / 'best.csv'}"
+        )
+        return out
+
+    def _importances(self, study: optuna.Study, index: int, name: str) -> dict[str, float]:
+        try:
+            imp = optuna.importance.get_param_importances(study, target=lambda t: t.values[index])
+        except (RuntimeError, ValueError, ZeroDivisionError):
+            return {}  # too few trials, or a parameter never varied
+        return {f"importance.{name}.{k}": v for k, v in imp.items()}

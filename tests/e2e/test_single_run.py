@@ -1,0 +1,63 @@
+"""`python -m specexp`: one point, every METRICS.md key, results on disk and in MLflow."""
+
+import json
+import re
+
+from tests.conftest import SHARED
+
+CLIENT_KEYS = ["output_throughput", "request_throughput", "total_throughput", "decode_speed_mean",
+               "decode_speed_p50", "tokens_per_chunk_mean", "requests_ok", "requests_failed", "output_tokens",
+               "input_tokens", "server_startup_s"]
+LATENCIES = [f"{k}_{s}" for k in ("ttft_ms", "tpot_ms", "itl_ms", "chunk_gap_ms", "e2e_ms")
+             for s in ("mean", "p50", "p90", "p99")]
+SPEC_KEYS = ["accept_length", "accept_rate", "spec_verify_steps", "spec_draft_tokens", "spec_accepted_tokens"]
+TAGS = ["specexp.sweep_id", "specexp.server_key", "specexp.server_reused", "specexp.status",
+        "specexp.engine_version", "specexp.git_sha", "specexp.token_source"]
+
+
+def test_metrics_md_names_every_key_we_check() -> None:
+    """The contract file and this test agree on the base names (guards against silent renames)."""
+    text = (SHARED / "METRICS.md").read_text()
+    for key in CLIENT_KEYS + SPEC_KEYS + ["ttft_ms", "tpot_ms", "itl_ms", "chunk_gap_ms", "e2e_ms"]:
+        assert re.search(rf"`{key}`|`{key}`,", text) or key in text, key
+
+
+def test_single_run_logs_every_metrics_key(specexp) -> None:
+    run = specexp("drafter=tiny", "batch=2")
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    results = json.loads((run.workdir / "run" / "results.json").read_text())
+    assert results["status"] == "ok"
+    runs = run.runs()
+    assert len(runs) == 1
+    logged = runs[0].data
+    for key in CLIENT_KEYS + LATENCIES + SPEC_KEYS + ["accept_rate_pos_0", "accept_rate_pos_3"]:
+        assert key in logged.metrics, key
+        assert logged.metrics[key] == results["metrics"][key]
+    for tag in TAGS:
+        assert tag in logged.tags, tag
+    assert logged.tags["specexp.status"] == "ok" and logged.tags["specexp.server_reused"] == "false"
+    assert logged.params["engine.name"] == "torch" and logged.params["batch"] == "2"
+    assert logged.params["drafter.name"] == "tiny"
+    m = logged.metrics
+    assert m["requests_ok"] == 4 and m["requests_failed"] == 0 and m["output_tokens"] == 4 * 16
+    # the reference engine's counters are exact: every output token is an accepted draft or a verify step
+    assert m["spec_accepted_tokens"] + m["spec_verify_steps"] == m["output_tokens"]
+    assert 1 < m["accept_length"] <= 5
+    artifacts = {a.path for a in run.mlflow.list_artifacts(runs[0].info.run_id)}
+    assert {"config.yaml", "server.json", "server.log", "records.jsonl", "results.json"} <= artifacts
+
+
+def test_dry_run_prints_argv_and_starts_nothing(specexp) -> None:
+    run = specexp("dry_run=true", "+engine.env.HF_TOKEN=hf_secret_value")
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    shown = json.loads(run.proc.stdout[run.proc.stdout.index("{"):])
+    assert shown["argv"][1:3] == ["-m", "specexp.reference"]
+    assert shown["env"]["HF_TOKEN"] == "***" and "hf_secret_value" not in run.proc.stdout
+    assert run.runs() == []
+
+
+def test_bad_input_fails_before_any_server_with_the_key(specexp) -> None:
+    run = specexp("drafter=tiny", "drafter.topk=4")
+    assert run.proc.returncode == 2
+    assert "drafter.topk" in run.proc.stderr and "Fix:" in run.proc.stderr
+    assert not (run.workdir / "run" / "results.json").exists()

@@ -1,0 +1,88 @@
+"""Multiruns on the live reference engine: server reuse by key, failures, interrupts."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.e2e.conftest import FAST, engine_processes
+
+
+def children_and_parent(runs):
+    parents = [r for r in runs if r.data.tags.get("specexp.role") == "parent"]
+    children = [r for r in runs if r.data.tags.get("specexp.role") != "parent"]
+    return parents, children
+
+
+@pytest.mark.parametrize("order", [("drafter=none,tiny", "batch=1,4"), ("batch=1,4", "drafter=none,tiny")])
+def test_four_points_two_servers_either_order(specexp, order) -> None:
+    run = specexp(*order, "-m")
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    parents, children = children_and_parent(run.runs())
+    assert len(parents) == 1 and len(children) == 4
+    parent_id = parents[0].info.run_id
+    assert all(c.data.tags["mlflow.parentRunId"] == parent_id for c in children)
+    keys = {c.data.tags["specexp.server_key"] for c in children}
+    assert len(keys) == 2
+    launches = [c for c in children if c.data.tags["specexp.server_reused"] == "false"]
+    assert len(launches) == 2 and all("server_startup_s" in c.data.metrics for c in launches)
+    for c in children:
+        if c.data.params["drafter.name"] == "none":
+            assert c.data.metrics["accept_length"] == 1.0
+            assert "accept_rate" not in c.data.metrics
+        else:
+            assert c.data.metrics["accept_length"] > 1.0
+            assert "speedup" in c.data.metrics and "decode_speedup" in c.data.metrics
+    summary = (run.workdir / "multirun" / "summary.csv").read_text().splitlines()
+    assert len(summary) == 5
+    artifacts = {a.path for a in run.mlflow.list_artifacts(parent_id)}
+    assert "summary.csv" in artifacts
+
+
+def test_failed_server_is_recorded_and_the_sweep_goes_on(specexp, shared_outputs) -> None:
+    good = shared_outputs / "models" / "tiny" / "target"
+    run = specexp("drafter=none", f"model.path={good},/nonexistent/model,{good}/", "engine.startup_timeout_s=60", "-m")
+    assert run.proc.returncode == 1, run.proc.stderr[-3000:]
+    _, children = children_and_parent(run.runs())
+    by_path = {c.data.params["model.path"]: c for c in children}
+    bad = by_path["/nonexistent/model"]
+    assert bad.info.status == "FAILED" and bad.data.tags["specexp.status"] == "failed"
+    assert "server.log" in {a.path for a in run.mlflow.list_artifacts(bad.info.run_id)}
+    results = [json.loads(p.read_text()) for p in sorted((run.workdir / "multirun").glob("*/results.json"))]
+    assert [r["status"] for r in results] == ["ok", "failed", "ok"]
+    assert "log tail" in results[1]["error"]
+
+
+def test_sigint_mid_sweep_marks_the_run_and_leaves_no_engine(tmp_path, shared_outputs) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    argv = [sys.executable, "-m", "specexp", *FAST, "workload.num_prompts=400", "workload.output_len=64",
+            "drafter=none,tiny", f"tracking.uri={uri}", f"hydra.sweep.dir={tmp_path}/multirun", "-m"]
+    env = {**os.environ, "SPECEXP_OUTPUTS": str(shared_outputs)}
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    marker = str(shared_outputs / "models")
+    deadline = time.monotonic() + 180
+    server_log = None
+    while time.monotonic() < deadline and server_log is None:
+        time.sleep(0.5)
+        config = next((tmp_path / "multirun").glob("0/server.json"), None) if (tmp_path / "multirun").exists() else None
+        server_log = config
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+    assert server_log is not None, "the first point never started measuring"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    result = json.loads((tmp_path / "multirun" / "0" / "results.json").read_text())
+    assert result["status"] == "interrupted"
+    from mlflow import MlflowClient
+
+    mlflow = MlflowClient(tracking_uri=uri)
+    exp = mlflow.get_experiment_by_name("specexp")
+    statuses = {r.data.tags.get("specexp.role", "point"): r.info.status for r in mlflow.search_runs([exp.experiment_id])}
+    assert statuses == {"parent": "KILLED", "point": "KILLED"}
+    time.sleep(0.5)
+    assert engine_processes(marker) == [], out[-2000:]
