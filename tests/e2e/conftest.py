@@ -43,8 +43,17 @@ def specexp(tmp_path: Path, shared_outputs: Path) -> Callable[..., Run]:
     def run(*overrides: str, timeout: float = 400) -> Run:
         flags = [o for o in overrides if o.startswith("-")]
         overrides = tuple(o for o in overrides if not o.startswith("-"))
-        argv = [sys.executable, "-m", "specexp", *FAST, *overrides, f"tracking.uri={uri}",
-                f"hydra.run.dir={tmp_path}/run", f"hydra.sweep.dir={tmp_path}/multirun", *flags]
+        argv = [
+            sys.executable,
+            "-m",
+            "specexp",
+            *FAST,
+            *overrides,
+            f"tracking.uri={uri}",
+            f"hydra.run.dir={tmp_path}/run",
+            f"hydra.sweep.dir={tmp_path}/multirun",
+            *flags,
+        ]
         env = {**os.environ, "SPECEXP_OUTPUTS": str(shared_outputs)}
         proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
         return Run(proc, tmp_path, MlflowClient(tracking_uri=uri))

@@ -5,14 +5,34 @@ import re
 
 from tests.conftest import SHARED
 
-CLIENT_KEYS = ["output_throughput", "request_throughput", "total_throughput", "decode_speed_mean",
-               "decode_speed_p50", "tokens_per_chunk_mean", "requests_ok", "requests_failed", "output_tokens",
-               "input_tokens", "server_startup_s"]
-LATENCIES = [f"{k}_{s}" for k in ("ttft_ms", "tpot_ms", "itl_ms", "chunk_gap_ms", "e2e_ms")
-             for s in ("mean", "p50", "p90", "p99")]
+CLIENT_KEYS = [
+    "output_throughput",
+    "request_throughput",
+    "total_throughput",
+    "decode_speed_mean",
+    "decode_speed_p50",
+    "tokens_per_chunk_mean",
+    "requests_ok",
+    "requests_failed",
+    "output_tokens",
+    "input_tokens",
+    "server_startup_s",
+]
+LATENCIES = [
+    f"{k}_{s}"
+    for k in ("ttft_ms", "tpot_ms", "itl_ms", "chunk_gap_ms", "e2e_ms")
+    for s in ("mean", "p50", "p90", "p99")
+]
 SPEC_KEYS = ["accept_length", "accept_rate", "spec_verify_steps", "spec_draft_tokens", "spec_accepted_tokens"]
-TAGS = ["specexp.sweep_id", "specexp.server_key", "specexp.server_reused", "specexp.status",
-        "specexp.engine_version", "specexp.git_sha", "specexp.token_source"]
+TAGS = [
+    "specexp.sweep_id",
+    "specexp.server_key",
+    "specexp.server_reused",
+    "specexp.status",
+    "specexp.engine_version",
+    "specexp.git_sha",
+    "specexp.token_source",
+]
 
 
 def test_metrics_md_names_every_key_we_check() -> None:
@@ -50,7 +70,7 @@ def test_single_run_logs_every_metrics_key(specexp) -> None:
 def test_dry_run_prints_argv_and_starts_nothing(specexp) -> None:
     run = specexp("dry_run=true", "+engine.env.HF_TOKEN=hf_secret_value")
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-    shown = json.loads(run.proc.stdout[run.proc.stdout.index("{"):])
+    shown = json.loads(run.proc.stdout[run.proc.stdout.index("{") :])
     assert shown["argv"][1:3] == ["-m", "specexp.reference"]
     assert shown["env"]["HF_TOKEN"] == "***" and "hf_secret_value" not in run.proc.stdout
     assert run.runs() == []

@@ -59,8 +59,18 @@ def test_failed_server_is_recorded_and_the_sweep_goes_on(specexp, shared_outputs
 
 def test_sigint_mid_sweep_marks_the_run_and_leaves_no_engine(tmp_path, shared_outputs) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    argv = [sys.executable, "-m", "specexp", *FAST, "workload.num_prompts=400", "workload.output_len=64",
-            "drafter=none,tiny", f"tracking.uri={uri}", f"hydra.sweep.dir={tmp_path}/multirun", "-m"]
+    argv = [
+        sys.executable,
+        "-m",
+        "specexp",
+        *FAST,
+        "workload.num_prompts=400",
+        "workload.output_len=64",
+        "drafter=none,tiny",
+        f"tracking.uri={uri}",
+        f"hydra.sweep.dir={tmp_path}/multirun",
+        "-m",
+    ]
     env = {**os.environ, "SPECEXP_OUTPUTS": str(shared_outputs)}
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     marker = str(shared_outputs / "models")
@@ -82,7 +92,9 @@ def test_sigint_mid_sweep_marks_the_run_and_leaves_no_engine(tmp_path, shared_ou
 
     mlflow = MlflowClient(tracking_uri=uri)
     exp = mlflow.get_experiment_by_name("specexp")
-    statuses = {r.data.tags.get("specexp.role", "point"): r.info.status for r in mlflow.search_runs([exp.experiment_id])}
+    statuses = {
+        r.data.tags.get("specexp.role", "point"): r.info.status for r in mlflow.search_runs([exp.experiment_id])
+    }
     assert statuses == {"parent": "KILLED", "point": "KILLED"}
     time.sleep(0.5)
     assert engine_processes(marker) == [], out[-2000:]

@@ -8,8 +8,14 @@ from specexp.report.analysis import crossover, crossovers, pair_speedups
 def row(drafter: str, batch: int, tput: float, engine: str = "torch", decode: float = 10.0) -> dict:
     return {
         "status": "ok",
-        "params": {"engine.name": engine, "drafter.name": drafter, "drafter.num_steps": 0 if drafter == "none" else 4,
-                   "batch": batch, "sweep_id": "s", "max_batch": 16},
+        "params": {
+            "engine.name": engine,
+            "drafter.name": drafter,
+            "drafter.num_steps": 0 if drafter == "none" else 4,
+            "batch": batch,
+            "sweep_id": "s",
+            "max_batch": 16,
+        },
         "metrics": {"output_throughput": tput, "decode_speed_mean": decode},
     }
 

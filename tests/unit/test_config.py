@@ -18,8 +18,10 @@ def test_default_composes(make_config) -> None:
         (["batch=0"], "batch"),
         (["drafter=none", "drafter.num_steps=3"], "drafter.num_steps"),
         (["drafter=tiny", "drafter.topk=2"], "drafter.topk"),  # the reference engine drafts a chain
-        (["drafter=tiny", "drafter.topk=2", "drafter.num_steps=2", "drafter.num_draft_tokens=9"],
-         "drafter.num_draft_tokens"),
+        (
+            ["drafter=tiny", "drafter.topk=2", "drafter.num_steps=2", "drafter.num_draft_tokens=9"],
+            "drafter.num_draft_tokens",
+        ),
         (["drafter=tiny_eagle3"], "drafter.method"),  # reference engine runs no EAGLE heads
         (["decode.steps=0"], "decode.steps"),
         (["+nccl.env.NCCL_IB_DISABLE=1", "+nccl.env.NCLL_TYPO=1"], "nccl.env.NCLL_TYPO"),

@@ -7,8 +7,7 @@ from specexp.load.records import Chunk, RequestRecord
 
 
 def records() -> list[RequestRecord]:
-    r0 = RequestRecord(0, send=0.0, end=0.4, prompt_tokens=10,
-                       chunks=[Chunk(0.1, 1), Chunk(0.3, 3), Chunk(0.4, 1)])
+    r0 = RequestRecord(0, send=0.0, end=0.4, prompt_tokens=10, chunks=[Chunk(0.1, 1), Chunk(0.3, 3), Chunk(0.4, 1)])
     r1 = RequestRecord(1, send=0.05, end=0.45, prompt_tokens=10, chunks=[Chunk(0.25, 1), Chunk(0.45, 1)])
     r2 = RequestRecord(2, send=0.1, end=0.5, error="HTTP 500")
     return [r0, r1, r2]
