@@ -14,7 +14,8 @@ from rich.table import Table
 
 from specexp.load.records import RequestRecord
 
-console = Console(stderr=True)
+# Tables are meant to be pasted: keep them wide when the output is a file or a pipe.
+console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 @contextmanager
@@ -42,32 +43,43 @@ def load_progress(total: int, label: str) -> Iterator[Callable[[RequestRecord], 
         yield on_done
 
 
-def _fmt(value: Any, digits: int = 1) -> str:
+# header, metric key, digits: the headline columns of every table of points (console and markdown)
+POINT_COLUMNS = (
+    ("output tok/s", "output_throughput", 1),
+    ("stream tok/s", "decode_speed_mean", 1),
+    ("speedup", "speedup", 2),
+    ("accept len", "accept_length", 2),
+    ("accept rate", "accept_rate", 2),
+    ("TTFT p50 ms", "ttft_ms_p50", 1),
+    ("TTFT p99 ms", "ttft_ms_p99", 1),
+    ("TPOT p50 ms", "tpot_ms_p50", 2),
+)
+
+
+def fmt(value: Any, digits: int = 1, ci: Any = None) -> str:
+    """A number with thousands separators and ``± ci`` when repeats gave an interval; "-" when absent."""
     if value is None or value == "":
         return "-"
-    if isinstance(value, float):
-        return f"{value:,.{digits}f}"
+    if isinstance(value, int | float):
+        return f"{value:,.{digits}f}" + (f" ± {ci:,.{digits}f}" if ci is not None else "")
     return str(value)
 
 
 def points_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
-    """config × batch → throughput, single-stream speed, speedup, acceptance, latency, status."""
+    """engine × drafter × batch → the headline columns and status (rows from summary_rows)."""
     table = Table(title=title)
-    columns = [
-        ("engine", "engine.name", 0),
-        ("drafter", "drafter.name", 0),
-        ("batch", "batch", 0),
-        ("output tok/s", "output_throughput", 1),
-        ("stream tok/s", "decode_speed_mean", 1),
-        ("speedup", "speedup", 2),
-        ("accept len", "accept_length", 2),
-        ("accept rate", "accept_rate", 2),
-        ("TTFT p50 ms", "ttft_ms_p50", 1),
-        ("TPOT p50 ms", "tpot_ms_p50", 2),
-        ("status", "status", 0),
-    ]
-    for header, _, _ in columns:
-        table.add_column(header, justify="left" if header in ("engine", "drafter", "status") else "right")
+    for header in ("engine", "drafter", "batch"):
+        table.add_column(header, justify="left" if header != "batch" else "right")
+    for header, _, _ in POINT_COLUMNS:
+        table.add_column(header, justify="right")
+    table.add_column("status")
     for row in rows:
-        table.add_row(*(_fmt(row.get(key), digits) for _, key, digits in columns))
+        cells = [fmt(row.get(key), digits, row.get(f"{key}_ci95")) for _, key, digits in POINT_COLUMNS]
+        table.add_row(
+            fmt(row.get("engine.name")),
+            fmt(row.get("drafter.name")),
+            fmt(row.get("batch")),
+            *cells,
+            fmt(row.get("status")),
+        )
     return table

@@ -94,3 +94,15 @@ def _differing(ident: tuple, others: list[tuple]) -> list[tuple[str, str]]:
         k for k, v in ident if any((k, v) not in other for other in others)
     }
     return [(k, v) for k, v in ident if k in keys]
+
+
+def apply(rows: Sequence[Row]) -> tuple[dict[int, dict[str, float]], dict[str, float]]:
+    """Pair every point with its baseline, merge ``speedup``/``decode_speedup`` into its metrics
+    (replacing any logged earlier) and compute the crossovers."""
+    for row in rows:
+        row["metrics"].pop("speedup", None)
+        row["metrics"].pop("decode_speedup", None)
+    speedups = pair_speedups(rows)
+    for i, ratios in speedups.items():
+        rows[i]["metrics"] |= ratios
+    return speedups, crossovers(rows, speedups)

@@ -13,7 +13,7 @@ from specexp import tracking
 from specexp.config import Config
 from specexp.console import console, points_table
 from specexp.point import git_sha
-from specexp.report.analysis import BASELINE, crossovers, drafter, pair_speedups
+from specexp.report.analysis import BASELINE, apply, drafter
 
 log = logging.getLogger("specexp")
 
@@ -109,13 +109,13 @@ class SweepRecorder:
         extra_files: list[Path] | None = None,
     ) -> None:
         """Summarize the sweep on disk, then on its parent run (with a tuner's extra results)."""
-        speedups = pair_speedups(rows)
-        for i, ratios in speedups.items():
-            rows[i]["metrics"] |= ratios
-        cross = crossovers(rows, speedups)
+        speedups, cross = apply(rows)
         table = summary_rows(rows)
         if table:
             write_csv(self.sweep_dir / "summary.csv", table)
+        from specexp.report.plots import make_plots  # plotly and matplotlib: only when a sweep ends
+
+        plots = make_plots(rows, cross, self.sweep_dir / "plots")
         words = verdicts(rows, speedups, cross)
         (self.sweep_dir / "verdict.txt").write_text("\n".join(words) + "\n")
         console.print(points_table(table, f"sweep {self.sweep_id}"))
@@ -131,10 +131,14 @@ class SweepRecorder:
                 if rows[i].get("run_id"):
                     tracking.log_values(mlflow, rows[i]["run_id"], metrics=ratios)
             failed = sum(r.get("status") != "ok" for r in rows)
-            tracking.log_values(mlflow, self.parent_id, metrics={**cross, "points": len(rows), "points_failed": failed})
-            for name in ("summary.csv", "verdict.txt", "multirun.yaml"):
-                if (self.sweep_dir / name).exists():
-                    mlflow.log_artifact(self.parent_id, str(self.sweep_dir / name))
+            summary = {**cross, **(extra_metrics or {}), "points": len(rows), "points_failed": failed}
+            tracking.log_values(mlflow, self.parent_id, metrics=summary)
+            files = [self.sweep_dir / n for n in ("summary.csv", "verdict.txt", "multirun.yaml")]
+            for path in [*files, *(extra_files or [])]:
+                if path.exists():
+                    mlflow.log_artifact(self.parent_id, str(path))
+            for path in plots:
+                mlflow.log_artifact(self.parent_id, str(path), artifact_path="plots")
             status = "KILLED" if interrupted else ("FAILED" if failed else "FINISHED")
             mlflow.set_terminated(self.parent_id, status)
         except Exception:

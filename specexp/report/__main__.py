@@ -1,0 +1,88 @@
+"""``python -m specexp.report``: a sweep's report (table, verdict, plots) or two sweeps compared,
+rebuilt from the MLflow store alone, so it works long after the sweep and on another machine."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mlflow import MlflowClient
+
+from specexp.report.analysis import apply
+from specexp.report.compare import compare_report
+from specexp.report.fetch import LATEST, Sweep, SweepNotFound, load
+from specexp.report.markdown import sweep_report
+from specexp.report.plots import make_plots
+from specexp.report.sweep import summary_rows, verdicts, write_csv
+
+EPILOG = """examples:
+  python -m specexp.report                        # the latest sweep in outputs/mlflow.db
+  python -m specexp.report 2024-01-01_10-00-00-1a2b3c   # a sweep id
+  python -m specexp.report --compare SWEEP_A SWEEP_B   # e.g. before/after an NCCL change
+A sweep is named by its sweep id (tag specexp.sweep_id), its parent run's name or id, or "latest"."""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m specexp.report",
+        description="Report on a specexp sweep from MLflow: a markdown table of every point, the verdict "
+        "(where speculation stops paying off), and plots; or compare two sweeps point by point.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("sweep", nargs="?", default=LATEST, help='the sweep to report on (default: "latest")')
+    p.add_argument(
+        "--compare", nargs=2, metavar=("A", "B"), help="compare two sweeps: ratios B/A of the headline metrics"
+    )
+    p.add_argument("--tracking-uri", default="sqlite:///outputs/mlflow.db", help="MLflow store (default: %(default)s)")
+    p.add_argument("--experiment", default="specexp", help="MLflow experiment (default: %(default)s)")
+    p.add_argument("--out", type=Path, help="where to write the report (default: outputs/reports/<sweep>)")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG and HTML plots")
+    return p
+
+
+def _missing_store(uri: str) -> str | None:
+    """A sqlite path that does not exist: MLflow would silently create an empty store there."""
+    path = uri.removeprefix("sqlite:///")
+    return path if uri.startswith("sqlite:///") and not Path(path).exists() else None
+
+
+def report(sweep: Sweep, out: Path, plots: bool) -> str:
+    """Speedups and crossovers recomputed from the points, as the sweeper does at the end of a run."""
+    rows = sweep.rows
+    speedups, cross = apply(rows)  # recomputed rather than trusting what a (maybe partial) run logged
+    out.mkdir(parents=True, exist_ok=True)
+    if rows:
+        write_csv(out / "summary.csv", summary_rows(rows))
+    images = make_plots(rows, cross, out) if plots else []
+    text = sweep_report(f"Sweep {sweep.sweep_id}", rows, verdicts(rows, speedups, cross), images)
+    (out / "report.md").write_text(text, encoding="utf-8")
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if missing := _missing_store(args.tracking_uri):
+        sys.exit(f"no MLflow store at {missing} (run a sweep first, or pass --tracking-uri)")
+    mlflow = MlflowClient(tracking_uri=args.tracking_uri)
+    try:
+        if args.compare:
+            a, b = (load(mlflow, args.experiment, ref) for ref in args.compare)
+            out = args.out or Path("outputs/reports") / f"compare-{a.sweep_id}-vs-{b.sweep_id}"
+            text = compare_report(a, b)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "compare.md").write_text(text, encoding="utf-8")
+        else:
+            sweep = load(mlflow, args.experiment, args.sweep)
+            out = args.out or Path("outputs/reports") / sweep.sweep_id
+            text = report(sweep, out, plots=not args.no_plots)
+    except SweepNotFound as exc:
+        sys.exit(str(exc))
+    print(text)
+    print(f"written to {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Two sweeps point by point (e.g. before/after an NCCL change): ratios B/A of the headline metrics.
+
+Points match on every setting that makes them a different experiment, batch included, except the
+settings that are the change itself: one value throughout A, another throughout B.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specexp.report.analysis import Row
+from specexp.report.fetch import Sweep
+from specexp.report.markdown import fmt, table
+from specexp.report.series import labels, series_key, settings
+
+HEADLINE = (
+    ("output tok/s", "output_throughput"),
+    ("stream tok/s", "decode_speed_mean"),
+    ("accept len", "accept_length"),
+    ("TTFT p50", "ttft_ms_p50"),
+    ("TPOT p50", "tpot_ms_p50"),
+)
+
+
+@dataclass
+class Comparison:
+    changed: dict[str, tuple[str, str]]  # setting -> (value in A, value in B)
+    pairs: list[tuple[Row, Row]]
+    only_a: list[Row]
+    only_b: list[Row]
+
+
+def changed_settings(a: Sequence[Row], b: Sequence[Row]) -> dict[str, tuple[str, str]]:
+    """Settings constant within each sweep but different between them; never the batch."""
+    sa, sb = [dict(settings(r)) for r in a], [dict(settings(r)) for r in b]
+    out = {}
+    for key in sorted(set().union(*sa, *sb) - {"batch"}):
+        va, vb = {d.get(key, "-") for d in sa}, {d.get(key, "-") for d in sb}
+        if len(va) == len(vb) == 1 and va != vb:
+            out[key] = (va.pop(), vb.pop())
+    return out
+
+
+def compare(a: Sequence[Row], b: Sequence[Row]) -> Comparison:
+    changed = changed_settings(a, b)
+    by_key = {settings(r, changed): r for r in b}
+    pairs = [(r, by_key[settings(r, changed)]) for r in a if settings(r, changed) in by_key]
+    matched = {settings(r, changed) for r, _ in pairs}
+    only_a = [r for r in a if settings(r, changed) not in matched]
+    only_b = [r for r in b if settings(r, changed) not in matched]
+    return Comparison(changed, pairs, only_a, only_b)
+
+
+def ratio(a: Row, b: Row, metric: str) -> float | None:
+    """B/A of one metric; None unless both points are ok and measured it."""
+    if a.get("status") != "ok" or b.get("status") != "ok":
+        return None
+    num, den = b["metrics"].get(metric), a["metrics"].get(metric)
+    return num / den if num is not None and den else None
+
+
+def _geomean(values: list[float]) -> float | None:
+    values = [v for v in values if v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def compare_report(a: Sweep, b: Sweep) -> str:
+    comp = compare(a.rows, b.rows)
+    names = labels(series_key(r, comp.changed) for r, _ in comp.pairs)
+    headers = ["config", "batch", "A output tok/s", "B output tok/s", *(f"{h} B/A" for h, _ in HEADLINE)]
+    body, columns = [], {m: [] for _, m in HEADLINE}
+    for ra, rb in comp.pairs:
+        ratios = {m: ratio(ra, rb, m) for _, m in HEADLINE}
+        for m, v in ratios.items():
+            if v is not None:
+                columns[m].append(v)
+        tput = [fmt(r["metrics"].get("output_throughput") if r.get("status") == "ok" else None) for r in (ra, rb)]
+        name = names[series_key(ra, comp.changed)]
+        body.append([name, str(ra["params"]["batch"]), *tput, *(fmt(ratios[m], 3) for _, m in HEADLINE)])
+    if body:
+        body.append(["geomean", "", "", "", *(fmt(_geomean(columns[m]), 3) for _, m in HEADLINE)])
+    changes = [f"- `{k}`: {va} → {vb}" for k, (va, vb) in comp.changed.items()] or ["- no setting differs"]
+    parts = [
+        f"# {b.sweep_id} (B) vs {a.sweep_id} (A)",
+        "\n".join(["What changed:", *changes]),
+        table(headers, body) if body else "no points in common",
+    ]
+    if comp.only_a or comp.only_b:
+        parts.append(f"points without a counterpart: {len(comp.only_a)} in A, {len(comp.only_b)} in B")
+    return "\n\n".join(parts) + "\n"

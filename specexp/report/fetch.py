@@ -1,0 +1,88 @@
+"""A sweep read back from MLflow as rows, the same shape the sweeper builds while it runs.
+
+The store is the record of a sweep (the sweep folder may be on another machine or gone), so the
+report works from the parent run and its children alone, offline on a sqlite store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlflow import MlflowClient
+from mlflow.entities import Run
+
+from specexp.report.analysis import Row
+from specexp.report.series import batch
+from specexp.report.sweep import LEAD_COLUMNS
+from specexp.tracking import PARENT_ROLE
+
+LATEST = "latest"
+_PARENTS = f"tags.`specexp.role` = '{PARENT_ROLE}'"
+# Ways to name a sweep, tried in order.
+_REFS = ("tags.`specexp.sweep_id` = '{}'", "attributes.run_name = '{}'", "attributes.run_id = '{}'")
+
+
+class SweepNotFound(LookupError):
+    pass
+
+
+@dataclass
+class Sweep:
+    sweep_id: str
+    parent_id: str
+    name: str
+    rows: list[Row]
+
+
+def _search(mlflow: MlflowClient, exp_id: str, where: str, order_by: list[str] | None = None) -> list[Run]:
+    runs: list[Run] = []
+    token = None
+    while True:
+        page = mlflow.search_runs([exp_id], where, max_results=1000, order_by=order_by, page_token=token)
+        runs += page
+        token = page.token
+        if not token:
+            return runs
+
+
+def find_parent(mlflow: MlflowClient, exp_id: str, ref: str) -> Run:
+    """The parent run named by ``ref``: a sweep id, a run name, a run id, or "latest" (newest first
+    when several match)."""
+    if "'" in ref:
+        raise SweepNotFound(f"no sweep {ref!r}: quotes are not allowed in a sweep reference")
+    newest = ["attributes.start_time DESC"]
+    wheres = [_PARENTS] if ref == LATEST else [f"{_PARENTS} and {w.format(ref)}" for w in _REFS]
+    for where in wheres:
+        runs = mlflow.search_runs([exp_id], where, max_results=1, order_by=newest)
+        if runs:
+            return runs[0]
+    if ref == LATEST:
+        raise SweepNotFound("no sweep in this experiment yet (a multirun creates one: python -m specexp ... -m)")
+    raise SweepNotFound(f"no sweep matches {ref!r} (tried sweep id, run name and run id)")
+
+
+def _row(run: Run) -> Row:
+    status = run.data.tags.get("specexp.status") or ("ok" if run.info.status == "FINISHED" else "failed")
+    return {
+        "status": status,
+        "params": dict(run.data.params),
+        "metrics": dict(run.data.metrics),
+        "run_id": run.info.run_id,
+        "job_dir": None,
+    }
+
+
+def _order(row: Row) -> tuple:
+    return (*(str(row["params"].get(k, "")) for k in LEAD_COLUMNS if k != "batch"), batch(row))
+
+
+def load(mlflow: MlflowClient, experiment: str, ref: str) -> Sweep:
+    """The sweep's points, ordered by configuration then batch; points without a batch are skipped."""
+    exp = mlflow.get_experiment_by_name(experiment)
+    if exp is None:
+        raise SweepNotFound(f"no experiment {experiment!r} in this tracking store")
+    parent = find_parent(mlflow, exp.experiment_id, ref)
+    sweep_id = parent.data.tags.get("specexp.sweep_id", "")
+    runs = _search(mlflow, exp.experiment_id, f"tags.`specexp.sweep_id` = '{sweep_id}'")
+    rows = [_row(r) for r in runs if r.info.run_id != parent.info.run_id and "batch" in r.data.params]
+    return Sweep(sweep_id, parent.info.run_id, parent.info.run_name, sorted(rows, key=_order))
