@@ -179,6 +179,8 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
             records += recs
             repeat_metrics.append(metrics.compute(recs) | acceptance)
         result.metrics |= repeat_metrics[0] if cfg.repeats == 1 else metrics.aggregate_repeats(repeat_metrics)
+        if not cfg.drafter.speculative:  # METRICS.md: 1.0 without speculation, whatever the engine exposes
+            result.metrics.setdefault("accept_length", 1.0)
         result.tags["specexp.token_source"] = metrics.token_source(records)
         if result.metrics.get("requests_ok", 0) == 0:
             raise RuntimeError(f"every measured request failed; first error: {records[0].error if records else '-'}")
