@@ -1,0 +1,127 @@
+"""``python -m specexp.reference``: start the reference server (argv built by the torch engine adapter)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+import torch
+from aiohttp import web
+from tokenizers import Tokenizer
+
+from specexp.reference.drafters import Drafter, ModelDrafter, NgramDrafter
+from specexp.reference.engine import Engine
+from specexp.reference.metrics import EngineMetrics
+from specexp.reference.model import Llama, LlamaConfig
+from specexp.reference.server import Server, ServerSettings
+
+log = logging.getLogger("specexp.reference")
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m specexp.reference", description=__doc__)
+    p.add_argument("--model", type=Path, required=True, help="HF Llama checkpoint directory")
+    p.add_argument("--served-model-name", required=True)
+    p.add_argument("--host", required=True)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--draft-model", type=Path, help="draft checkpoint (implies --speculative-method draft_model)")
+    p.add_argument("--speculative-method", choices=("draft_model", "ngram"))
+    p.add_argument("--num-speculative-tokens", type=int, help="draft chain length k")
+    p.add_argument("--prompt-lookup-min", type=int, help="ngram: shortest suffix to match (default 1)")
+    p.add_argument("--prompt-lookup-max", type=int, help="ngram: longest suffix to match (default 3)")
+    p.add_argument("--max-running-requests", type=int, required=True)
+    p.add_argument("--num-continuous-decode-steps", type=int, required=True)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--dtype", choices=tuple(DTYPES), default="float32")
+    p.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's)")
+    p.add_argument("--seed", type=int, default=0, help="seeds the generators of requests that send no seed")
+    p.add_argument("--max-model-len", type=int, help="context length (default: max_position_embeddings)")
+    return p
+
+
+def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Reject inconsistent flags with a message naming them (argparse exits with status 2)."""
+    if args.draft_model and args.speculative_method is None:
+        args.speculative_method = "draft_model"
+    method = args.speculative_method
+    if method == "draft_model" and not args.draft_model:
+        p.error("--speculative-method draft_model needs --draft-model")
+    if method == "ngram" and args.draft_model:
+        p.error("--draft-model does not go with --speculative-method ngram")
+    if method is None and args.num_speculative_tokens is not None:
+        p.error("--num-speculative-tokens needs --draft-model or --speculative-method")
+    if method and (args.num_speculative_tokens is None or args.num_speculative_tokens < 1):
+        p.error("speculation needs --num-speculative-tokens >= 1")
+    if method != "ngram" and (args.prompt_lookup_min is not None or args.prompt_lookup_max is not None):
+        p.error("--prompt-lookup-min/max only apply to --speculative-method ngram")
+    if method == "ngram":
+        args.prompt_lookup_min = args.prompt_lookup_min or 1
+        args.prompt_lookup_max = args.prompt_lookup_max or max(3, args.prompt_lookup_min)
+        if not 1 <= args.prompt_lookup_min <= args.prompt_lookup_max:
+            p.error("need 1 <= --prompt-lookup-min <= --prompt-lookup-max")
+    for flag in ("max_running_requests", "num_continuous_decode_steps", "threads", "max_model_len"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            p.error(f"--{flag.replace('_', '-')} must be >= 1, got {value}")
+    if not 0 < args.port < 65536:
+        p.error(f"--port {args.port} is not a TCP port")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: no CUDA device is available to torch")
+    for flag, path in (("--model", args.model), ("--draft-model", args.draft_model)):
+        if path is not None and not (path / "config.json").is_file():
+            p.error(f"{flag} {path}: no config.json there")
+    if not (args.model / "tokenizer.json").is_file():
+        p.error(f"--model {args.model}: no tokenizer.json there")
+    try:
+        target = LlamaConfig.from_dir(args.model)
+        draft = LlamaConfig.from_dir(args.draft_model) if args.draft_model else None
+    except (ValueError, KeyError) as exc:
+        p.error(f"unsupported checkpoint: {exc}")
+    if draft is not None and draft.vocab_size != target.vocab_size:
+        p.error(f"draft vocab ({draft.vocab_size}) differs from the target's ({target.vocab_size})")
+    if args.max_model_len is None:
+        args.max_model_len = target.max_position_embeddings
+    if args.max_model_len > target.max_position_embeddings:
+        p.error(f"--max-model-len {args.max_model_len} > the model's {target.max_position_embeddings} positions")
+
+
+def build(args: argparse.Namespace) -> Server:
+    device, dtype = torch.device(args.device), DTYPES[args.dtype]
+    k = args.num_speculative_tokens or 0
+    rope_len = args.max_model_len + k + 1  # drafts of rows near their end may run past max_model_len
+    target = Llama(args.model, dtype, device, rope_len)
+    drafter: Drafter | None = None
+    if args.speculative_method == "draft_model":
+        same = args.draft_model.resolve() == args.model.resolve()
+        draft = target if same else Llama(args.draft_model, dtype, device, rope_len)
+        drafter = ModelDrafter(draft, args.max_running_requests)
+    elif args.speculative_method == "ngram":
+        drafter = NgramDrafter(args.prompt_lookup_min, args.prompt_lookup_max, target.cfg.vocab_size, device)
+    metrics = EngineMetrics(k)
+    engine = Engine(target, drafter, k, args.max_running_requests, args.num_continuous_decode_steps, metrics)
+    tokenizer = Tokenizer.from_file(str(args.model / "tokenizer.json"))
+    return Server(engine, tokenizer, ServerSettings(args.served_model_name, args.max_model_len, args.seed))
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = parser()
+    args = p.parse_args(argv)
+    check(p, args)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    server = build(args)
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    settings["torch_threads"] = torch.get_num_threads()
+    log.info("starting on http://%s:%d with %s", args.host, args.port, json.dumps(settings, sort_keys=True))
+    web.run_app(server.app(), host=args.host, port=args.port, print=None, access_log=None)
+
+
+if __name__ == "__main__":
+    main()

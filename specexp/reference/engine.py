@@ -1,0 +1,285 @@
+"""The scheduler and step loop: continuous batching with speculative decoding, in its own thread.
+
+Per round: admit waiting requests into free slots and prefill them (one batched forward; it emits
+each one's first token and counts as a verify step), then run ``decode_steps`` steps back to back over
+the running set (SGLang's ``--num-continuous-decode-steps``: larger values admit newcomers later). A
+step: the drafter proposes up to k tokens per row, the target verifies all of them in one batched
+forward, each row accepts its own prefix and emits it plus one token, and both caches roll back to
+what was accepted (by length; stale entries are overwritten later).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from specexp.reference.drafters import Drafter, Sampling, pad
+from specexp.reference.metrics import EngineMetrics
+from specexp.reference.model import KVCache, Llama
+from specexp.reference.sampling import verify
+
+log = logging.getLogger("specexp.reference")
+
+STATS_INTERVAL_S = 10.0
+
+# Called from the engine thread with the tokens a step emitted and the finish reason (None: more to come).
+Emit = Callable[[list[int], str | None], None]
+
+
+@dataclass(eq=False)
+class Sequence:
+    prompt: list[int]
+    max_tokens: int
+    temperature: float
+    top_p: float
+    ignore_eos: bool
+    emit: Emit
+    generator: torch.Generator | None = None  # None: greedy, no randomness drawn
+    tokens: list[int] = field(default_factory=list)
+    draft_len: int = 0  # tokens the draft model's cache holds
+    finish: str | None = None
+    aborted: bool = False
+
+    def __post_init__(self) -> None:
+        self.tokens = list(self.prompt)
+
+    @property
+    def remaining(self) -> int:
+        return self.max_tokens - (len(self.tokens) - len(self.prompt))
+
+
+class Engine:
+    def __init__(
+        self,
+        target: Llama,
+        drafter: Drafter | None,
+        num_speculative_tokens: int,
+        max_running: int,
+        decode_steps: int,
+        metrics: EngineMetrics,
+    ) -> None:
+        self.target = target
+        self.cache = KVCache(target.cfg, max_running, target.dtype, target.device)
+        self.drafter = drafter
+        self.k = num_speculative_tokens if drafter else 0
+        self.max_running = max_running
+        self.decode_steps = decode_steps
+        self.metrics = metrics
+        self.eos = set(target.cfg.eos_token_ids)
+        self.vocab = target.cfg.vocab_size
+        self.device = target.device
+        self.running: list[Sequence] = []  # running[i] lives in cache slot i
+        self.waiting: deque[Sequence] = deque()
+        self.cond = threading.Condition()
+        self.stopped = False
+        self.thread = threading.Thread(target=self._loop, name="specexp-engine", daemon=True)
+        self._window = [time.monotonic(), 0.0, 0.0, 0.0]  # since, tokens, accepted, drafted: for the stats log
+
+    # -- called from other threads -------------------------------------------------------------
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify()
+        self.thread.join(timeout=10)
+
+    def submit(self, seq: Sequence) -> None:
+        with self.cond:
+            self.waiting.append(seq)
+            self.metrics.waiting.set(len(self.waiting))
+            self.cond.notify()
+
+    def abort(self, seq: Sequence) -> None:
+        """Mark a request gone (client disconnected); the loop drops it at the next step boundary."""
+        seq.aborted = True
+
+    # -- the engine thread ---------------------------------------------------------------------
+    def _loop(self) -> None:
+        with torch.inference_mode():
+            while True:
+                with self.cond:
+                    while not (self.waiting or self.running or self.stopped):
+                        self.cond.wait(timeout=STATS_INTERVAL_S)
+                        self._log_stats()
+                    if self.stopped:
+                        return
+                    admitted = self._admit()
+                try:
+                    if admitted:
+                        self._prefill(admitted)
+                    for _ in range(self.decode_steps):
+                        self._release()
+                        if not self.running:
+                            break
+                        self._step()
+                    self._release()
+                except Exception:
+                    log.exception("engine step failed; failing the running requests")
+                    for seq in self.running:
+                        seq.finish = "error"
+                        seq.emit([], "error")
+                    self._release()
+                self.metrics.running.set(len(self.running))
+                self._log_stats()
+
+    def _admit(self) -> list[Sequence]:
+        admitted = []
+        while self.waiting and len(self.running) + len(admitted) < self.max_running:
+            seq = self.waiting.popleft()
+            if not seq.aborted:
+                admitted.append(seq)
+        self.metrics.waiting.set(len(self.waiting))
+        return admitted
+
+    def _noise(self, seqs: list[Sequence]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per row: k uniforms (acceptance) and 2k+1 rows of Exp(1) over the vocabulary (k draft
+        samples, then k+1 target positions), from the request's own generator; 1s for greedy rows."""
+        k = self.k
+        u = torch.ones(len(seqs), k)
+        exps = torch.ones(len(seqs), 2 * k + 1, self.vocab)
+        for i, seq in enumerate(seqs):
+            if seq.generator is not None:
+                u[i] = torch.rand(k, generator=seq.generator)
+                exps[i].exponential_(generator=seq.generator)
+        return u.to(self.device), exps.to(self.device)
+
+    def _prefill(self, seqs: list[Sequence]) -> None:
+        slot0 = len(self.running)
+        self.running.extend(seqs)
+        tokens = pad([s.prompt for s in seqs], self.device)
+        start = torch.zeros(len(seqs), dtype=torch.long, device=self.device)
+        hidden = self.target.forward(tokens, start, tokens.shape[1], self.cache, slot0)
+        last = torch.tensor([len(s.prompt) - 1 for s in seqs], device=self.device)
+        logits = self.target.logits(hidden[torch.arange(len(seqs), device=self.device), last])
+        if self.drafter:
+            self.drafter.prefill(seqs, slot0)
+        self.metrics.prompt_tokens.inc(sum(len(s.prompt) for s in seqs))
+        self._finish_step(seqs, logits[:, None], *self._no_draft(len(seqs)))
+
+    def _no_draft(self, rows: int) -> tuple[torch.Tensor, None, torch.Tensor]:
+        """(draft, q, k_eff) of a step that proposes nothing."""
+        zeros = torch.zeros(rows, dtype=torch.long, device=self.device)
+        return zeros[:, None][:, :0], None, zeros
+
+    def _step(self) -> None:
+        seqs = self.running
+        k_cap = [min(self.k, s.remaining - 1) for s in seqs]
+        sampling = Sampling(seqs, self.device)
+        lengths = [len(s.tokens) for s in seqs]
+        if self.drafter and max(k_cap) > 0:
+            u, exps = self._noise(seqs)
+            draft, q, k_eff = self.drafter.propose(seqs, k_cap, sampling, exps[:, : self.k])
+        else:
+            u, exps = None, None
+            draft, q, k_eff = self._no_draft(len(seqs))
+        width = draft.shape[1]
+        tokens = torch.cat([torch.tensor([s.tokens[-1] for s in seqs], device=self.device)[:, None], draft], 1)
+        start = torch.tensor(lengths, device=self.device) - 1
+        hidden = self.target.forward(tokens, start, max(lengths) + width, self.cache)
+        accepted = self._finish_step(seqs, self.target.logits(hidden), draft, q, k_eff, sampling, u, exps)
+        if self.drafter:
+            self.drafter.commit(seqs, lengths, accepted, width)
+
+    def _finish_step(
+        self,
+        seqs: list[Sequence],
+        logits: torch.Tensor,
+        draft: torch.Tensor,
+        q: torch.Tensor | None,
+        k_eff: torch.Tensor,
+        sampling: Sampling | None = None,
+        u: torch.Tensor | None = None,
+        exps: torch.Tensor | None = None,
+    ) -> list[int]:
+        """Verify, emit, count. Counting rule: a row's step emits n tokens = n - 1 accepted + 1 verify
+        step (n - 1 < accepted drafts only when EOS cut the chain), so the counters add up exactly."""
+        b, width = draft.shape
+        sampling = sampling or Sampling(seqs, self.device)
+        if u is None:
+            u, exps = self._noise(seqs)
+        p = sampling.probs(logits)
+        if q is None:
+            q = p.new_zeros(b, width, p.shape[-1])
+        accepted_t, nxt = verify(p, q, draft, k_eff, u[:, :width], exps[:, self.k : self.k + width + 1])
+        accepted, nxt, k_list = accepted_t.tolist(), nxt.tolist(), k_eff.tolist()
+        rows = draft.tolist()
+        m = self.metrics
+        per_pos = [0] * self.k
+        emitted_total = accepted_total = 0
+        outs = []
+        for seq, a, tok, row in zip(seqs, accepted, nxt, rows, strict=True):
+            out = [*row[:a], tok]
+            if not seq.ignore_eos:
+                for i, t in enumerate(out):
+                    if t in self.eos:
+                        out = out[: i + 1]
+                        seq.finish = "stop"
+                        break
+            seq.tokens.extend(out)
+            if seq.finish is None and seq.remaining <= 0:
+                seq.finish = "length"
+            emitted_total += len(out)
+            accepted_total += len(out) - 1
+            for i in range(len(out) - 1):
+                per_pos[i] += 1
+            outs.append(out)
+        # Count before emitting: a client that sees its last token and scrapes /metrics sees it counted.
+        m.verify_steps.inc(b)
+        drafted = sum(k_list)
+        if drafted:
+            m.drafts.inc(sum(k > 0 for k in k_list))
+            m.draft_tokens.inc(drafted)
+        m.generation_tokens.inc(emitted_total)
+        m.accepted.inc(accepted_total)
+        for counter, n in zip(m.accepted_per_pos, per_pos, strict=True):
+            if n:
+                counter.inc(n)
+        done = sum(s.finish is not None for s in seqs)
+        if done:
+            m.request_success.inc(done)
+        self._window[1] += emitted_total
+        self._window[2] += accepted_total
+        self._window[3] += drafted
+        for seq, out in zip(seqs, outs, strict=True):
+            seq.emit(out, seq.finish)
+        return accepted
+
+    def _release(self) -> None:
+        """Drop finished and aborted rows, moving the last row into each freed slot."""
+        for slot in range(len(self.running) - 1, -1, -1):
+            seq = self.running[slot]
+            if seq.finish is None and not seq.aborted:
+                continue
+            last = len(self.running) - 1
+            if slot != last:
+                self.cache.move(last, slot)
+                if self.drafter:
+                    self.drafter.move(last, slot)
+                self.running[slot] = self.running[last]
+            self.running.pop()
+
+    def _log_stats(self) -> None:
+        since, tokens, accepted, drafted = self._window
+        now = time.monotonic()
+        if now - since < STATS_INTERVAL_S:
+            return
+        if not (tokens or self.running or self.waiting):  # idle: stay quiet
+            self._window[0] = now
+            return
+        rate = f"{accepted / drafted:.3f}" if drafted else "n/a"
+        log.info(
+            "running=%d waiting=%d generation=%.1f tok/s accept_rate=%s",
+            len(self.running),
+            len(self.waiting),
+            tokens / (now - since),
+            rate,
+        )
+        self._window = [now, 0.0, 0.0, 0.0]

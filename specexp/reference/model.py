@@ -1,0 +1,181 @@
+"""A pure-torch Llama (RMSNorm, RoPE, SwiGLU, GQA) over HF checkpoints, with a slot-based KV cache.
+
+The cache holds one slot per running sequence, compacted so the running set is always slots
+``0..B-1``: a step is then one batched forward over a contiguous view, with no gathering of caches.
+Each row writes its new tokens at its own positions; a per-row causal mask hides both other rows'
+longer histories and anything past a row's length (rolled-back speculative tokens are simply
+overwritten later, never erased).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rms_norm_eps: float
+    rope_theta: float
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    bos_token_id: int | None
+    eos_token_ids: tuple[int, ...]
+
+    @classmethod
+    def from_dir(cls, path: Path) -> LlamaConfig:
+        raw = json.loads((path / "config.json").read_text())
+        arch = raw.get("architectures") or []
+        if raw.get("model_type") != "llama" or arch != ["LlamaForCausalLM"]:
+            raise ValueError(f"{path}: not a LlamaForCausalLM checkpoint (architectures={arch})")
+        if raw.get("rope_scaling"):
+            raise ValueError(f"{path}: rope_scaling is not supported by the reference engine")
+        heads = raw["num_attention_heads"]
+        eos = raw.get("eos_token_id")
+        return cls(
+            vocab_size=raw["vocab_size"],
+            hidden_size=raw["hidden_size"],
+            intermediate_size=raw["intermediate_size"],
+            num_layers=raw["num_hidden_layers"],
+            num_heads=heads,
+            num_kv_heads=raw.get("num_key_value_heads") or heads,
+            head_dim=raw.get("head_dim") or raw["hidden_size"] // heads,
+            rms_norm_eps=raw.get("rms_norm_eps", 1e-6),
+            rope_theta=raw.get("rope_theta", 10000.0),
+            max_position_embeddings=raw.get("max_position_embeddings", 2048),
+            tie_word_embeddings=raw.get("tie_word_embeddings", False),
+            bos_token_id=raw.get("bos_token_id"),
+            eos_token_ids=tuple(eos if isinstance(eos, list) else [] if eos is None else [eos]),
+        )
+
+
+class KVCache:
+    """Per-model cache ``[layers, slots, kv_heads, capacity, head_dim]``; capacity grows by doubling.
+
+    Zero-filled, never uninitialized: masked-out keys still meet their values in the attention matmul
+    (weight 0 times a garbage NaN is NaN).
+    """
+
+    def __init__(self, cfg: LlamaConfig, slots: int, dtype: torch.dtype, device: torch.device) -> None:
+        self.shape = (cfg.num_layers, slots, cfg.num_kv_heads, 0, cfg.head_dim)
+        self.k = torch.empty(self.shape, dtype=dtype, device=device)
+        self.v = torch.empty_like(self.k)
+
+    @property
+    def capacity(self) -> int:
+        return self.k.shape[3]
+
+    def reserve(self, length: int) -> None:
+        if length <= self.capacity:
+            return
+        cap = max(64, self.capacity)
+        while cap < length:
+            cap *= 2
+        for name in ("k", "v"):
+            old = getattr(self, name)
+            new = old.new_zeros((*old.shape[:3], cap, old.shape[4]))
+            new[:, :, :, : old.shape[3]] = old
+            setattr(self, name, new)
+
+    def move(self, src: int, dst: int) -> None:
+        """Copy slot ``src`` into ``dst`` (compaction after a sequence leaves)."""
+        self.k[:, dst] = self.k[:, src]
+        self.v[:, dst] = self.v[:, src]
+
+
+class Llama:
+    """Weights as plain tensors, q/k/v and gate/up fused: fewer, larger matmuls per layer."""
+
+    def __init__(self, path: Path, dtype: torch.dtype, device: torch.device, max_len: int) -> None:
+        self.cfg = cfg = LlamaConfig.from_dir(path)
+        raw = load_file(str(path / "model.safetensors"), device="cpu")
+
+        def w(name: str) -> torch.Tensor:
+            if name not in raw:
+                raise ValueError(f"{path}: missing weight {name}")
+            return raw[name].to(device=device, dtype=dtype)
+
+        self.embed = w("model.embed_tokens.weight")
+        self.lm_head = self.embed if cfg.tie_word_embeddings else w("lm_head.weight")
+        self.norm = w("model.norm.weight")
+        self.layers = []
+        for i in range(cfg.num_layers):
+            p = f"model.layers.{i}."
+            attn, mlp = p + "self_attn.", p + "mlp."
+            self.layers.append(
+                (
+                    w(p + "input_layernorm.weight"),
+                    torch.cat([w(attn + "q_proj.weight"), w(attn + "k_proj.weight"), w(attn + "v_proj.weight")]),
+                    w(attn + "o_proj.weight"),
+                    w(p + "post_attention_layernorm.weight"),
+                    torch.cat([w(mlp + "gate_proj.weight"), w(mlp + "up_proj.weight")]),
+                    w(mlp + "down_proj.weight"),
+                )
+            )
+        # HF Llama RoPE (rotate-half layout), tabulated once for every position a request can reach.
+        inv_freq = 1.0 / cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float64) / cfg.head_dim)
+        angles = torch.outer(torch.arange(max_len, dtype=torch.float64), inv_freq)
+        angles = torch.cat([angles, angles], dim=-1)
+        self.cos = angles.cos().to(device=device, dtype=dtype)
+        self.sin = angles.sin().to(device=device, dtype=dtype)
+        self.dtype, self.device = dtype, device
+
+    def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x, weight.shape, weight, self.cfg.rms_norm_eps)
+
+    @staticmethod
+    def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return x * cos + rotated * sin
+
+    def forward(
+        self, tokens: torch.Tensor, start: torch.Tensor, kv_len: int, cache: KVCache, slot0: int = 0
+    ) -> torch.Tensor:
+        """Final hidden states ``[B, T, hidden]`` for ``tokens`` ``[B, T]`` placed at ``start[b] + t``.
+
+        Rows are cache slots ``slot0..slot0+B-1``. ``kv_len`` (= max(start) + T, known to the caller without a
+        device sync) bounds the keys attended to.
+        """
+        cfg = self.cfg
+        b, t = tokens.shape
+        pos = start[:, None] + torch.arange(t, device=tokens.device)
+        cos, sin = self.cos[pos][:, :, None], self.sin[pos][:, :, None]  # [B, T, 1, hd]
+        mask = (torch.arange(kv_len, device=tokens.device) <= pos[:, :, None])[:, None]  # [B, 1, T, L]
+        rows = torch.arange(slot0, slot0 + b, device=tokens.device)[:, None]
+        cache.reserve(kv_len)
+        nq, nkv, hd = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim, cfg.head_dim
+        x = F.embedding(tokens, self.embed)
+        for i, (ln1, wqkv, wo, ln2, wgu, wdown) in enumerate(self.layers):
+            q, k, v = F.linear(self._rms(x, ln1), wqkv).split([nq, nkv, nkv], dim=-1)
+            q = self._rope(q.view(b, t, cfg.num_heads, hd), cos, sin)
+            k = self._rope(k.view(b, t, cfg.num_kv_heads, hd), cos, sin)
+            kc, vc = cache.k[i], cache.v[i]
+            kc[rows, :, pos] = k
+            vc[rows, :, pos] = v.view(b, t, cfg.num_kv_heads, hd)
+            attn = F.scaled_dot_product_attention(
+                q.transpose(1, 2),
+                kc[slot0 : slot0 + b, :, :kv_len],
+                vc[slot0 : slot0 + b, :, :kv_len],
+                attn_mask=mask,
+                enable_gqa=True,
+            )
+            x = x + F.linear(attn.transpose(1, 2).reshape(b, t, nq), wo)
+            gate, up = F.linear(self._rms(x, ln2), wgu).chunk(2, dim=-1)
+            x = x + F.linear(F.silu(gate) * up, wdown)
+        return self._rms(x, self.norm)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return F.linear(hidden, self.lm_head).float()
