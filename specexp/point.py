@@ -182,6 +182,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         if not cfg.drafter.speculative:  # METRICS.md: 1.0 without speculation, whatever the engine exposes
             result.metrics.setdefault("accept_length", 1.0)
         result.tags["specexp.token_source"] = metrics.token_source(records)
+        result.tags["specexp.acceptance"] = "measured" if "spec_verify_steps" in result.metrics else "unavailable"
         if result.metrics.get("requests_ok", 0) == 0:
             raise RuntimeError(f"every measured request failed; first error: {records[0].error if records else '-'}")
     except KeyboardInterrupt:

@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from specexp.engines.base import Command
 
@@ -31,9 +32,14 @@ class ServerStartError(RuntimeError):
     """The server died or never became ready; carries the tail of its log."""
 
 
-def redact(env: dict[str, str]) -> dict[str, str]:
-    """The environment as it may be shown or logged: secret-looking values hidden."""
-    return {k: "***" if any(m in k.upper() for m in SECRET_MARKERS) else v for k, v in env.items()}
+def is_secret(key: str) -> bool:
+    """A secret-looking name; ``*_env`` keys hold a variable's name (e.g. api_key_env), not its value."""
+    return any(m in key.upper() for m in SECRET_MARKERS) and not key.lower().endswith("_env")
+
+
+def redact(env: dict[str, Any]) -> dict[str, Any]:
+    """Values as they may be shown or logged: secret-looking ones hidden."""
+    return {k: "***" if is_secret(k) else v for k, v in env.items()}
 
 
 def server_key(command: Command | None, endpoint: str) -> str:
