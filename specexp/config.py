@@ -159,17 +159,6 @@ class DrafterConfig:
 
 
 @dataclass
-class DecodeConfig:
-    """Decode steps run back to back before the scheduler admits waiting requests (SGLang's knob)."""
-
-    steps: int = 1
-
-    def __post_init__(self) -> None:
-        if self.steps < 1:
-            raise ConfigError("decode.steps", f"{self.steps} < 1", "use decode=1 (the default) or more")
-
-
-@dataclass
 class NcclConfig:
     name: str = "default"
     env: dict[str, str] = field(default_factory=dict)
@@ -239,11 +228,14 @@ class Config:
     engine: Any = MISSING
     model: ModelConfig = MISSING
     drafter: DrafterConfig = MISSING
-    decode: DecodeConfig = MISSING
     nccl: NcclConfig = MISSING
     workload: WorkloadConfig = MISSING
     tracking: TrackingConfig = MISSING
     batch: int = 1  # closed-loop concurrency
+    # Decode steps run back to back before the scheduler admits waiting requests (SGLang's
+    # --num-continuous-decode-steps). A plain value, not a config group: Hydra cannot select a
+    # group option by a number, and `decode=4` is what users type.
+    decode: int = 1
     repeats: int = 1  # measurements of this point on the same server, each with fresh prompts
     request_timeout_s: float = 600.0
     dry_run: bool = False
@@ -255,6 +247,8 @@ class Config:
     def __post_init__(self) -> None:
         if self.batch < 1:
             raise ConfigError("batch", f"{self.batch} < 1", "use a concurrency of 1 or more, e.g. batch=1,4,8,16 -m")
+        if self.decode < 1:
+            raise ConfigError("decode", f"{self.decode} < 1", "use decode=1 (the default) or more")
         if self.repeats < 1:
             raise ConfigError("repeats", f"{self.repeats} < 1", "measure each point at least once")
         if self.max_batch is not None and self.max_batch < self.batch:

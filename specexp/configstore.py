@@ -16,7 +16,6 @@ from omegaconf.errors import OmegaConfBaseException
 from specexp.config import (
     Config,
     ConfigError,
-    DecodeConfig,
     DrafterConfig,
     ModelConfig,
     NcclConfig,
@@ -49,7 +48,6 @@ def register() -> None:
     for group, node in (
         ("model", ModelConfig),
         ("drafter", DrafterConfig),
-        ("decode", DecodeConfig),
         ("nccl", NcclConfig),
         ("workload", WorkloadConfig),
         ("tracking", TrackingConfig),

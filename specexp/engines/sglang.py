@@ -321,7 +321,7 @@ class SglangEngineConfig(EngineConfig):
                 raise ConfigError(
                     "engine.extra_args",
                     f"{flag} is set by specexp from the config and a second copy would silently win",
-                    "set it through its config key (model.*, drafter.*, decode.steps, engine.*)",
+                    "set it through its config key (model.*, drafter.*, decode, engine.*)",
                 )
 
 
@@ -346,7 +346,7 @@ class SglangEngine(Engine):
 
     def _decode_steps_ignored(self, cfg: Config) -> bool:
         found = self.installed(cfg)
-        return cfg.decode.steps != 1 and found is not None and not found.decode_steps_readers
+        return cfg.decode != 1 and found is not None and not found.decode_steps_readers
 
     def server_args(self, cfg: Config, port: int) -> list[str]:
         """Flags after ``-m sglang.launch_server``."""
@@ -365,7 +365,7 @@ class SglangEngine(Engine):
             "--max-running-requests", str(capacity),
             cuda_graph_flag(self._release(cfg)), str(e.cuda_graph_max_bs or capacity),
             # Ignored by every version since 0.3.6 (see _PROBE); passed so the command states the intent.
-            "--num-continuous-decode-steps", str(cfg.decode.steps),
+            "--num-continuous-decode-steps", str(cfg.decode),
         ]  # fmt: skip
         if m.tokenizer:
             args += ["--tokenizer-path", m.tokenizer]
@@ -435,7 +435,7 @@ class SglangEngine(Engine):
             )
         if self._decode_steps_ignored(cfg):
             notes.append(
-                f"decode.steps={cfg.decode.steps}: SGLang {found.version} parses --num-continuous-decode-steps but "
+                f"decode={cfg.decode}: SGLang {found.version} parses --num-continuous-decode-steps but "
                 "nothing reads it (tagged specexp.decode_steps_ignored=true); the point runs one decode step at a time"
             )
         env = self.server_env(cfg)

@@ -60,7 +60,7 @@ class TorchEngine(Engine):
             "--max-running-requests",
             str(cfg.capacity),
             "--num-continuous-decode-steps",
-            str(cfg.decode.steps),
+            str(cfg.decode),
             "--device",
             e.device,
             "--dtype",

@@ -24,7 +24,7 @@ LEAD_COLUMNS = (
     "drafter.num_steps",
     "drafter.topk",
     "drafter.num_draft_tokens",
-    "decode.steps",
+    "decode",
     "nccl.name",
     "batch",
 )

@@ -18,7 +18,6 @@ from omegaconf import OmegaConf
 from specexp.config import (
     Config,
     ConfigError,
-    DecodeConfig,
     DrafterConfig,
     ModelConfig,
     NcclConfig,
@@ -60,7 +59,7 @@ def make_config(
         engine=SglangEngineConfig(python=python, **engine),
         model=model or preset("model", "kimi_k25", ModelConfig),
         drafter=drafter or DrafterConfig(),
-        decode=DecodeConfig(steps=decode),
+        decode=decode,
         nccl=nccl or NcclConfig(),
         workload=WorkloadConfig(),
         tracking=TrackingConfig(uri="sqlite:///unused.db"),
@@ -103,7 +102,6 @@ def test_presets_compose_onto_their_schemas():
         d = preset("drafter", name, DrafterConfig)
         assert (d.name, d.method, d.target, d.draft_tokens) == (name, "eagle3", "kimi_k25", 4)
         assert d.path
-    assert preset("decode", "4", DecodeConfig).steps == 4
     assert preset("nccl", "pcie", NcclConfig).env["NCCL_IB_DISABLE"] == "1"
     engine = preset("engine", "sglang", SglangEngineConfig)
     assert engine.enable_metrics and engine.cuda_graph_max_bs is None
@@ -210,7 +208,7 @@ def test_ignored_decode_steps_are_tagged_and_noted(installed):
     installed("0.5.23")
     cfg = make_config(decode=4)
     assert ENGINE.tags(cfg)["specexp.decode_steps_ignored"] == "true"
-    assert any("decode.steps=4" in n for n in ENGINE.notes(cfg, sglang.probe(())))
+    assert any("decode=4" in n for n in ENGINE.notes(cfg, sglang.probe(())))
     assert "specexp.decode_steps_ignored" not in ENGINE.tags(make_config(decode=1))
 
 

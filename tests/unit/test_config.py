@@ -23,7 +23,7 @@ def test_default_composes(make_config) -> None:
             "drafter.num_draft_tokens",
         ),
         (["drafter=tiny_eagle3"], "drafter.method"),  # reference engine runs no EAGLE heads
-        (["decode.steps=0"], "decode.steps"),
+        (["decode=0"], "decode"),
         (["+nccl.env.NCCL_IB_DISABLE=1", "+nccl.env.NCLL_TYPO=1"], "nccl.env.NCLL_TYPO"),
         (["+engine.env.NCCL_DEBUG=INFO"], "engine.env.NCCL_DEBUG"),
         (["workload=jsonl"], "workload.path"),
