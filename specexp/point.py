@@ -146,7 +146,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         ensure_models(cfg)
         port = cfg.engine.port or server.free_port(cfg.engine.host)
         command = engine.command(cfg, port)
-        notes = engine.preflight(cfg, command) if command else []
+        notes = engine.preflight(cfg, command) if command and not server.running(key) else []
         for note in notes:
             log.warning(note)
         base_url = engine.endpoint(cfg, port)

@@ -21,7 +21,6 @@ from specexp.engines.base import Command, Engine
 from specexp.engines.sglang import SglangEngine
 from specexp.load.records import RequestRecord
 
-
 COUNTER_PREFIXES = ("vllm:", "specexp:")
 
 

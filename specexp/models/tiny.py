@@ -81,7 +81,7 @@ class Recipe:
     # Scale of the residual writes (o_proj, down_proj) of layers 1..N-1: sets the tiny drafter's acceptance.
     damping: float = 0.08
     eagle3_aux_layer_ids: tuple[int, ...] = (1, 4, 7)
-    version: int = 1
+    version: int = 2  # 2: the EAGLE-3 head has no d2t/t2d (vLLM 0.32 loads it)
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,8 @@ def _target_weights(recipe: Recipe) -> dict[str, torch.Tensor]:
 def _eagle3_weights(recipe: Recipe, target: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Random EAGLE-3 head in the original checkpoint layout read by vLLM's llama_eagle3.py:
     ``fc`` fuses the 3 aux hidden states, ``midlayer`` takes [embeds, hidden] (2x hidden) into q/k/v,
-    ``d2t`` maps draft to target ids as offsets (all zero: full vocabulary)."""
+    No ``d2t``/``t2d`` vocabulary map: the head drafts over the target's full vocabulary, and vLLM
+    0.32 refuses a ``d2t`` tensor when the two vocabularies are the same size."""
     gen = torch.Generator().manual_seed(recipe.seed + 1)
     h = recipe.hidden_size
     n_aux = len(recipe.eagle3_aux_layer_ids)
@@ -221,8 +222,6 @@ def _eagle3_weights(recipe: Recipe, target: dict[str, torch.Tensor]) -> dict[str
     weights["norm.weight"] = torch.ones(h)
     weights["lm_head.weight"] = target["lm_head.weight"].clone()
     weights["embed_tokens.weight"] = target["model.embed_tokens.weight"].clone()
-    weights["d2t"] = torch.zeros(recipe.vocab_size, dtype=torch.int64)
-    weights["t2d"] = torch.ones(recipe.vocab_size, dtype=torch.bool)
     return weights
 
 

