@@ -60,6 +60,8 @@ def fmt(value: Any, digits: int = 1, ci: Any = None) -> str:
     """A number with thousands separators and ``± ci`` when repeats gave an interval; "-" when absent."""
     if value is None or value == "":
         return "-"
+    if isinstance(value, int) and not isinstance(value, bool) and ci is None:
+        return f"{value:,}"
     if isinstance(value, int | float):
         return f"{value:,.{digits}f}" + (f" ± {ci:,.{digits}f}" if ci is not None else "")
     return str(value)

@@ -79,6 +79,19 @@ def _suggest(trial: optuna.Trial, key: str, dist: BaseDistribution) -> Any:
     return trial.suggest_categorical(key, dist.choices)
 
 
+def split_sweeps(arguments: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Command-line overrides: the fixed ones, and the sweeps (``key=range(1,9)``) for the space."""
+    parser = OverridesParser.create()
+    fixed, swept = [], {}
+    for text in arguments:
+        if parser.parse_override(text).is_sweep_override():
+            key, value = text.split("=", 1)
+            swept[key] = value
+        else:
+            fixed.append(text)
+    return fixed, swept
+
+
 @dataclass
 class SearchSpace:
     distributions: dict[str, BaseDistribution]

@@ -29,7 +29,7 @@ from specexp.config import ConfigError
 from specexp.console import console
 from specexp.jobs import LaunchingSweeper, compose, job_rows, plan
 from specexp.report.sweep import SweepRecorder
-from specexp.tune.space import Clause, SearchSpace, parse_condition
+from specexp.tune.space import Clause, SearchSpace, parse_condition, split_sweeps
 
 log = logging.getLogger("specexp")
 
@@ -107,7 +107,8 @@ def feasible(trial: optuna.trial.FrozenTrial) -> bool:
 
 
 class Tuner:
-    """Runs a study through a sweeper's launcher; the sweeper's ``params`` are the search space."""
+    """Runs a study through a sweeper's launcher. The search space: the sweeper's ``params`` and any
+    sweep on the command line (``drafter.num_steps=range(1,9)``), as in hydra-optuna-sweeper."""
 
     def __init__(self, sweeper: LaunchingSweeper, conf: TuneConf, params: dict[str, str]) -> None:
         self.sweeper = sweeper
@@ -131,7 +132,8 @@ class Tuner:
                 f"{directions} for {n_obj} objective(s)",
                 "give maximize/minimize once, or once per objective",
             )
-        self.space = SearchSpace.parse(params, dict(self.conf.conditions))
+        self.params = params
+        self.exhausted = False  # set when the sampler has tried every point of the space
         self.constraints = [c for text in self.conf.constraints for c in parse_condition("constraints", text)]
 
     def objective_names(self) -> list[str]:
@@ -140,9 +142,11 @@ class Tuner:
         return self.objectives
 
     def sweep(self, arguments: list[str]) -> Any:
+        base, swept = split_sweeps(arguments)
+        self.space = SearchSpace.parse({**self.params, **swept}, dict(self.conf.conditions))
         outputs = Path(str(self.config.outputs))
         url = self.conf.storage or f"sqlite:///{outputs / 'optuna.db'}"
-        first, _ = compose(self.sweeper, list(arguments))
+        first, _ = compose(self.sweeper, base)
         if first.dry_run:
             console.print(f"search space: {self.space.distributions}\nconditions: {self.conf.conditions}")
             return None
@@ -157,7 +161,6 @@ class Tuner:
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         sweep_id = f"{sweep_dir.name}-{uuid.uuid4().hex[:6]}"
-        base = list(arguments)
         recorder = SweepRecorder.start(first, sweep_id, sweep_dir, self.conf.n_trials)
         rows: list[dict[str, Any]] = []
         deadline = time.monotonic() + self.conf.timeout if self.conf.timeout else None
@@ -186,8 +189,7 @@ class Tuner:
             return True
         if deadline is not None and time.monotonic() > deadline:
             return True
-        sampler = study.sampler
-        return isinstance(sampler, optuna.samplers.GridSampler) and sampler.is_exhausted(study)
+        return self.exhausted
 
     def _trial(
         self, study: optuna.Study, base: list[str], sweep_id: str, job_idx: int, rows: list[dict[str, Any]]
@@ -200,7 +202,7 @@ class Tuner:
             jobs = plan(self.sweeper, jobs, sweep_id)
         except ConfigError as exc:  # the engine would refuse it: never launched
             trial.set_user_attr("infeasible", str(exc))
-            study.tell(trial, state=TrialState.PRUNED)
+            self._tell(study, trial, state=TrialState.PRUNED)
             console.print(f"trial {trial.number} {values}: infeasible, not launched ({exc})")
             return job_idx
         returns = self.launcher.launch(jobs, initial_job_idx=job_idx)
@@ -214,14 +216,24 @@ class Tuner:
             scores = [metric_rows[0].get(o) for o in self.objectives]
         if failed or any(s is None for s in scores):
             trial.set_user_attr("error", (failed[0].get("error") if failed else "objective missing") or "")
-            study.tell(trial, state=TrialState.FAIL)
+            self._tell(study, trial, state=TrialState.FAIL)
             console.print(f"trial {trial.number} {values}: failed")
         else:
             trial.set_user_attr("constraints", [violation(c, m) for m in metric_rows for c in self.constraints])
-            study.tell(trial, scores)
+            self._tell(study, trial, values=scores)
             console.print(f"trial {trial.number} {values}: {dict(zip(self.objective_names(), scores, strict=True))}")
         self._tag_runs(results, trial.number, self.conf.study_name)
         return job_idx + len(jobs)
+
+    def _tell(self, study: optuna.Study, trial: optuna.Trial, **result: Any) -> None:
+        """study.tell; grid and brute-force samplers end the study by calling ``study.stop()``, which
+        Optuna only allows inside ``optimize`` (the trial is stored all the same): here it ends the loop."""
+        try:
+            study.tell(trial, **result)
+        except RuntimeError as exc:
+            if "Study.stop" not in str(exc):
+                raise
+            self.exhausted = True
 
     def _tag_runs(self, results: list[dict[str, Any]], number: int, study_name: str) -> None:
         if not self.config.tracking.enabled:

@@ -39,6 +39,7 @@ class Run:
 def specexp(tmp_path: Path, shared_outputs: Path) -> Callable[..., Run]:
     """Run ``python -m specexp`` in a fresh folder with its own MLflow store and run folders."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    storage = f"hydra.sweeper.storage=sqlite:///{tmp_path / 'optuna.db'}"  # studies stay in the test's folder
 
     def run(*overrides: str, timeout: float = 400) -> Run:
         flags = [o for o in overrides if o.startswith("-")]
@@ -52,6 +53,7 @@ def specexp(tmp_path: Path, shared_outputs: Path) -> Callable[..., Run]:
             f"tracking.uri={uri}",
             f"hydra.run.dir={tmp_path}/run",
             f"hydra.sweep.dir={tmp_path}/multirun",
+            *([] if any(o.startswith("hydra.sweeper.storage=") for o in overrides) else [storage]),
             *flags,
         ]
         env = {**os.environ, "SPECEXP_OUTPUTS": str(shared_outputs)}

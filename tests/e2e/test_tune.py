@@ -1,0 +1,138 @@
+"""The Optuna sweeper on the live reference engine: the same best depth as a grid, resumable
+studies another process can open, infeasible trials never launched, failed trials recorded."""
+
+import csv
+import subprocess
+import sys
+
+import optuna
+
+# Deterministic objective: the same prompts in every trial (unique=false) and greedy decoding make
+# acceptance a pure function of the depth, so a study and a grid can be compared exactly.
+DEPTH_STUDY = [
+    "drafter=tiny",
+    "workload.unique=false",
+    "workload.output_len=24",
+    "hydra.sweeper.mode=optuna",
+    "hydra.sweeper.objective=accept_length",
+    "hydra.sweeper.constraints=['accept_rate >= 0.6']",
+    "drafter.num_steps=range(1,17)",
+]
+
+
+def best(sweep_dir) -> dict:
+    (row,) = csv.DictReader((sweep_dir / "best.csv").open())
+    return row
+
+
+def test_tpe_in_12_trials_finds_the_grids_best_depth(specexp) -> None:
+    grid = specexp(
+        *DEPTH_STUDY,
+        "hydra.sweeper.sampler=grid",
+        "hydra.sweeper.n_trials=16",
+        "hydra.sweeper.study_name=grid",
+        "-m",
+        timeout=900,
+    )
+    assert grid.proc.returncode == 0, grid.proc.stderr[-3000:]
+    grid_best = best(grid.workdir / "multirun")
+    (grid.workdir / "multirun").rename(grid.workdir / "grid")
+    tpe = specexp(
+        *DEPTH_STUDY,
+        "hydra.sweeper.sampler=tpe",
+        "hydra.sweeper.n_trials=12",
+        "hydra.sweeper.study_name=tpe",
+        "-m",
+        timeout=900,
+    )
+    assert tpe.proc.returncode == 0, tpe.proc.stderr[-3000:]
+    tpe_best = best(tpe.workdir / "multirun")
+    print(
+        f"grid: best num_steps={grid_best['drafter.num_steps']} at trial {grid_best['trial']} of 16; "
+        f"tpe: best num_steps={tpe_best['drafter.num_steps']} at trial {tpe_best['trial']} of 12"
+    )
+    assert tpe_best["drafter.num_steps"] == grid_best["drafter.num_steps"]
+    assert float(tpe_best["value"]) == float(grid_best["value"])
+    assert 1 < int(grid_best["drafter.num_steps"]) < 16  # the constraint bites: not a corner of the space
+
+
+def test_study_resumes_and_another_process_loads_it(specexp, tmp_path) -> None:
+    journal = tmp_path / "study.log"
+    common = [
+        "drafter=tiny",
+        "+sweep=tune_depth",
+        f"hydra.sweeper.storage=journal://{journal}",
+        "hydra.sweeper.study_name=resume",
+        "hydra.sweeper.sampler=random",
+    ]
+    first = specexp(*common, "hydra.sweeper.n_trials=2", "-m")
+    assert first.proc.returncode == 0, first.proc.stderr[-3000:]
+    again = specexp(*common, "hydra.sweeper.n_trials=3", "-m")
+    assert again.proc.returncode == 0, again.proc.stderr[-3000:]
+    code = (
+        "import optuna; from optuna.storages import JournalStorage; "
+        "from optuna.storages.journal import JournalFileBackend; "
+        f"backend = JournalFileBackend({str(journal)!r}); "
+        "s = optuna.load_study(study_name='resume', storage=JournalStorage(backend)); "
+        "print(sum(t.state.name in ('COMPLETE', 'FAIL') for t in s.trials))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout) == 3  # n_trials is the study's total: the rerun added one measured trial
+    # one MLflow run per measured trial over both invocations (the store is shared); pruned ones have none
+    assert len([r for r in again.runs() if r.data.tags.get("specexp.role") != "parent"]) == 3
+
+
+def test_infeasible_depths_are_pruned_and_never_launched(specexp) -> None:
+    run = specexp(
+        "drafter=tiny",
+        "hydra.sweeper.mode=optuna",
+        "drafter.topk=choice(2,4)",
+        "hydra.sweeper.sampler=grid",
+        "hydra.sweeper.n_trials=1",
+        "hydra.sweeper.study_name=infeasible",
+        "-m",
+    )
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    states = [row["state"] for row in csv.DictReader((run.workdir / "multirun" / "trials.csv").open())]
+    assert states == ["PRUNED", "PRUNED"]
+    assert "drafter.topk" in run.proc.stderr  # the engine's reason, shown to the user
+    assert [r for r in run.runs() if r.data.tags.get("specexp.role") != "parent"] == []
+
+
+def test_failed_trial_is_recorded_and_the_study_goes_on(specexp, shared_outputs) -> None:
+    good = shared_outputs / "models" / "tiny" / "target"
+    run = specexp(
+        "drafter=none",
+        "hydra.sweeper.mode=optuna",
+        f"model.path=choice({good},/nonexistent/model)",
+        "hydra.sweeper.sampler=grid",
+        "hydra.sweeper.n_trials=2",
+        "hydra.sweeper.study_name=fails",
+        "engine.startup_timeout_s=60",
+        "-m",
+    )
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    states = [row["state"] for row in csv.DictReader((run.workdir / "multirun" / "trials.csv").open())]
+    assert sorted(states) == ["COMPLETE", "FAIL"]
+    children = [r for r in run.runs() if r.data.tags.get("specexp.role") != "parent"]
+    assert {c.data.tags["optuna.trial"] for c in children} == {"0", "1"}
+    (parent,) = [r for r in run.runs() if r.data.tags.get("specexp.role") == "parent"]
+    assert parent.data.metrics["trials_complete"] == 1 and "best.output_throughput" in parent.data.metrics
+
+
+def test_schedule_measures_every_batch_on_one_launch_per_trial(specexp) -> None:
+    run = specexp(
+        "drafter=tiny",
+        "+sweep=tune_schedule",
+        "hydra.sweeper.batches=[1,2]",
+        "hydra.sweeper.n_trials=2",
+        "hydra.sweeper.study_name=schedule",
+        "-m",
+    )
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    rows = list(csv.DictReader((run.workdir / "multirun" / "best.csv").open()))
+    assert [r["objective"] for r in rows] == ["output_throughput@b1", "output_throughput@b2"]
+    children = [r for r in run.runs() if r.data.tags.get("specexp.role") != "parent"]
+    assert len(children) == 4
+    assert sum(c.data.tags["specexp.server_reused"] == "false" for c in children) == 2
+    assert optuna.__version__.startswith("5")
