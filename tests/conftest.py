@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from mlflow import MlflowClient
 
 from specexp.config import Config
 from specexp.configstore import CONF_DIR, load, register
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+VLLM_PYTHON = Path(os.environ.get("SPECEXP_VLLM_VENV", REPO / ".venvs" / "vllm")) / "bin" / "python"
+
+
+def needs(path: Path, what: str, install: str) -> pytest.MarkDecorator:
+    """Skip when an engine's venv is absent, except in CI, where its absence must fail the run."""
+    return pytest.mark.skipif(not path.exists() and not os.environ.get("CI"), reason=f"no {what} at {path}: {install}")
+
 
 register()
 
@@ -26,3 +38,67 @@ def make_config() -> Callable[..., Config]:
             return load(compose("config", overrides=list(overrides)))
 
     return make
+
+
+# Small, fast points: the reference engine on the tiny model.
+FAST = ["workload.num_prompts=4", "workload.warmup=1", "workload.output_len=16", "workload.input_len=16"]
+
+
+@pytest.fixture(scope="session")
+def shared_outputs() -> Path:
+    """Where the tiny model is built once per machine (SPECEXP_OUTPUTS, else the repo's outputs/)."""
+    return Path(os.environ.get("SPECEXP_OUTPUTS", REPO / "outputs")).resolve()
+
+
+@dataclass
+class Run:
+    proc: subprocess.CompletedProcess[str]
+    workdir: Path
+    mlflow: MlflowClient
+
+    def runs(self) -> list:
+        exp = self.mlflow.get_experiment_by_name("specexp")
+        return self.mlflow.search_runs([exp.experiment_id]) if exp else []
+
+
+@pytest.fixture
+def specexp(tmp_path: Path, shared_outputs: Path) -> Callable[..., Run]:
+    """Run ``python -m specexp`` in a fresh folder with its own MLflow store and run folders."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    storage = f"hydra.sweeper.storage=sqlite:///{tmp_path / 'optuna.db'}"  # studies stay in the test's folder
+
+    def run(*overrides: str, timeout: float = 400) -> Run:
+        flags = [o for o in overrides if o.startswith("-")]
+        overrides = tuple(o for o in overrides if not o.startswith("-"))
+        argv = [
+            sys.executable,
+            "-m",
+            "specexp",
+            *FAST,
+            *overrides,
+            f"tracking.uri={uri}",
+            f"hydra.run.dir={tmp_path}/run",
+            f"hydra.sweep.dir={tmp_path}/multirun",
+            *([] if any(o.startswith("hydra.sweeper.storage=") for o in overrides) else [storage]),
+            *flags,
+        ]
+        env = {**os.environ, "SPECEXP_OUTPUTS": str(shared_outputs)}
+        proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
+        return Run(proc, tmp_path, MlflowClient(tracking_uri=uri))
+
+    return run
+
+
+def engine_processes(marker: str) -> list[int]:
+    """PIDs of live reference-engine processes whose command line mentions ``marker``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "specexp.reference" in cmd and marker in cmd:
+            pids.append(int(entry.name))
+    return pids

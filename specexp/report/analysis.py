@@ -33,8 +33,14 @@ def drafter(row: Row) -> str:
     return str(row["params"].get("drafter.name", BASELINE))
 
 
+def ratio_ci(num: float, num_ci: float, den: float, den_ci: float) -> float:
+    """95% half-width of num/den from the two means' half-widths (first order, independent)."""
+    return num / den * math.hypot(num_ci / num if num else 0.0, den_ci / den)
+
+
 def pair_speedups(rows: Sequence[Row]) -> dict[int, dict[str, float]]:
-    """For each speculative point (by index) with an ok baseline: ``speedup`` and ``decode_speedup``."""
+    """For each speculative point (by index) with an ok baseline: ``speedup`` and ``decode_speedup``,
+    and their ``_ci95`` half-widths when both points were repeated."""
     baselines = {identity(r): r for r in rows if drafter(r) == BASELINE and r.get("status") == "ok"}
     out: dict[int, dict[str, float]] = {}
     for i, row in enumerate(rows):
@@ -46,6 +52,9 @@ def pair_speedups(rows: Sequence[Row]) -> dict[int, dict[str, float]]:
             num, den = row["metrics"].get(metric), base["metrics"].get(metric)
             if num is not None and den:
                 ratios[key] = num / den
+                num_ci, den_ci = row["metrics"].get(f"{metric}_ci95"), base["metrics"].get(f"{metric}_ci95")
+                if num_ci is not None and den_ci is not None:
+                    ratios[f"{key}_ci95"] = ratio_ci(num, num_ci, den, den_ci)
         out[i] = ratios
     return out
 
@@ -67,25 +76,33 @@ def crossovers(rows: Sequence[Row], speedups: dict[int, dict[str, float]]) -> di
     """``crossover_batch.<drafter>`` per series of points that differ only in batch.
 
     A drafter measured in several series (e.g. on two engines) gets one key per series, suffixed
-    with the settings that tell them apart.
+    with the settings that tell them apart. With repeats, ``<key>_lo`` / ``<key>_hi`` are the
+    crossovers of the speedups' lower and upper 95% bounds (absent where that bound never or always
+    wins): the crossover's uncertainty.
     """
-    series: dict[tuple[str, tuple], list[tuple[float, float]]] = {}
+    series: dict[tuple[str, tuple], list[tuple[float, float, float]]] = {}
     for i, ratios in speedups.items():
         if "speedup" in ratios:
             key = (drafter(rows[i]), identity(rows[i], drop=("batch",)))
-            series.setdefault(key, []).append((float(rows[i]["params"]["batch"]), ratios["speedup"]))
+            point = (float(rows[i]["params"]["batch"]), ratios["speedup"], ratios.get("speedup_ci95", 0.0))
+            series.setdefault(key, []).append(point)
     out: dict[str, float] = {}
     by_drafter: dict[str, list[tuple]] = {}
     for name, ident in series:
         by_drafter.setdefault(name, []).append(ident)
     for (name, ident), pts in series.items():
-        value = crossover(pts)
+        value = crossover([(b, s) for b, s, _ in pts])
         if value is None:
             continue
         label = f"crossover_batch.{name}"
         if len(by_drafter[name]) > 1:
             label += "." + ".".join(v for k, v in _differing(ident, by_drafter[name]))
         out[label] = value
+        if any(ci for _, _, ci in pts):
+            for suffix, sign in (("_lo", -1), ("_hi", 1)):
+                bound = crossover([(b, s + sign * ci) for b, s, ci in pts])
+                if bound is not None:
+                    out[label + suffix] = bound
     return out
 
 

