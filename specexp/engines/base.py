@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import aiohttp
 
 from specexp.config import Config, EngineConfig
+from specexp.engines import counters
 from specexp.load.records import RequestRecord
 
 
@@ -32,6 +33,8 @@ class Engine:
     config_class: ClassVar[type[EngineConfig]]
     ready_path: ClassVar[str] = "/v1/models"
     metrics_path: ClassVar[str] = "/metrics"
+    # Prefix of vLLM-style spec-decode counters on /metrics (specexp.engines.counters); None: none.
+    counter_prefix: ClassVar[str | None] = None
 
     def python(self, cfg: Config) -> list[str]:
         """The interpreter (behind any launcher prefix) that runs the engine."""
@@ -72,13 +75,15 @@ class Engine:
 
     async def read_counters(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, float] | None:
         """Cumulative engine counters, read before and after the measured window; None if none."""
-        return None
+        if self.counter_prefix is None:
+            return None
+        return await counters.scrape(http, base_url + self.metrics_path, self.counter_prefix)
 
     def acceptance(
         self, before: dict[str, float] | None, after: dict[str, float] | None, records: list[RequestRecord]
     ) -> dict[str, float]:
-        """METRICS.md speculation keys over the measured window; {} when unavailable."""
-        return {}
+        """METRICS.md speculation keys over the measured window (counter deltas); {} when unavailable."""
+        return counters.acceptance(before, after)
 
     async def server_info(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, Any] | None:
         """The engine's resolved configuration, for the run's artifacts."""

