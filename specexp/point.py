@@ -167,22 +167,32 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         shown = srv.command or key_command
         if shown:
             _write_json(job_dir / "server.json", {"argv": shown.argv, "env": server.redact(shown.env)})
+        if srv.version is None:  # asked once per server: it may start the engine's interpreter
+            srv.version = engine.version(cfg) or "unknown"
         result.tags |= {
             "specexp.server_reused": str(reused).lower(),
-            "specexp.engine_version": engine.version(cfg) or "unknown",
+            "specexp.engine_version": srv.version,
             **engine.tags(cfg),
         }
         repeat_metrics = []
         for repeat in range(cfg.repeats):
-            stream = f"{cfg.sweep_id or 'run'}/{job_num}/{repeat}"
+            # unique per sweep, job and repeat; a single run uses its folder's name (new each run)
+            stream = f"{cfg.sweep_id or job_dir.name}/{job_num}/{repeat}"
             recs, acceptance = asyncio.run(measure_once(cfg, engine, srv.base_url, stream))
             records += recs
             repeat_metrics.append(metrics.compute(recs) | acceptance)
         result.metrics |= repeat_metrics[0] if cfg.repeats == 1 else metrics.aggregate_repeats(repeat_metrics)
-        if not cfg.drafter.speculative:  # METRICS.md: 1.0 without speculation, whatever the engine exposes
+        if key_command is not None and not cfg.drafter.speculative:
+            # METRICS.md: 1.0 without speculation (known only for a server specexp launched itself)
             result.metrics.setdefault("accept_length", 1.0)
         result.tags["specexp.token_source"] = metrics.token_source(records)
-        result.tags["specexp.acceptance"] = "measured" if "spec_verify_steps" in result.metrics else "unavailable"
+        result.tags["specexp.acceptance"] = (
+            "measured"
+            if "spec_verify_steps" in result.metrics
+            else "none"
+            if key_command is not None and not cfg.drafter.speculative
+            else "unavailable"
+        )
         if result.metrics.get("requests_ok", 0) == 0:
             raise RuntimeError(f"every measured request failed; first error: {records[0].error if records else '-'}")
     except KeyboardInterrupt:

@@ -75,6 +75,7 @@ class Server:
     log_path: Path | None
     startup_s: float
     command: Command | None
+    version: str | None = None  # the engine's version, asked once per server
 
     def alive(self) -> bool:
         return self.process is None or self.process.poll() is None
