@@ -65,7 +65,7 @@ def make_prompts(cfg: WorkloadConfig, n: int, stream: str) -> list[Prompt]:
         rng = np.random.default_rng(_seed(cfg.seed, stream if cfg.unique else ""))
         return [rng.integers(lo, hi, size=cfg.input_len).tolist() for _ in range(n)]
     texts = _texts(cfg)
-    start = _seed(cfg.seed, stream) % len(texts)
+    start = _seed(cfg.seed, stream if cfg.unique else "") % len(texts)
     picked = [texts[(start + i) % len(texts)] for i in range(n)]
     if not cfg.unique:
         return picked

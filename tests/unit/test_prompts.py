@@ -28,6 +28,7 @@ def test_text_prompts_get_a_unique_tag(tmp_path) -> None:
     assert len(set(prompts)) == 12
     shared = WorkloadConfig(kind="jsonl", path=str(path), unique=False)
     assert set(make_prompts(shared, 6, "x")) == {"q0", "q1", "q2"}
+    assert make_prompts(shared, 6, "s/0/0/measured") == make_prompts(shared, 6, "s/1/0/measured")  # same order
 
 
 def test_builtin_prompts_are_text() -> None:
