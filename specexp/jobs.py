@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 
 from specexp.config import Config
 from specexp.configstore import load
-from specexp.point import describe
+from specexp.point import describe, preflight
 
 
 class LaunchingSweeper(Sweeper):
@@ -67,6 +67,9 @@ def plan(sweeper: LaunchingSweeper, jobs: list[list[str]], sweep_id: str) -> lis
     group_max: dict[str, int] = {}
     for j in planned:
         group_max[j.group] = max(group_max.get(j.group, 0), j.cfg.batch)
+    if not planned[0].cfg.dry_run:  # the engines' own parsers, once per server, before any starts
+        for group, first in {j.group: j for j in reversed(planned)}.items():
+            preflight(Config(**{**first.cfg.__dict__, "max_batch": group_max[group]}))
     return [[*j.overrides, f"sweep_id={sweep_id}", f"max_batch={group_max[j.group]}"] for j in planned]
 
 

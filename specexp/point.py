@@ -53,6 +53,21 @@ def describe(cfg: Config) -> tuple[Engine, Command | None, str]:
     return engine, command, server.server_key(command, engine.endpoint(cfg, PORT_PLACEHOLDER))
 
 
+_checked: set[str] = set()  # server keys whose argv the engine's own parser accepted in this process
+
+
+def preflight(cfg: Config) -> None:
+    """Check the server's argv with the engine's own parser, once per server key per process;
+    raises ConfigError before anything starts. Notes (settings the engine changes or ignores) are
+    logged."""
+    engine, command, key = describe(cfg)
+    if command is None or key in _checked:
+        return
+    for note in engine.preflight(cfg, command):
+        log.warning(note)
+    _checked.add(key)
+
+
 def dry_run_text(cfg: Config) -> str:
     _, command, key = describe(cfg)
     shown = {"server_key": key, "argv": command.argv, "env": server.redact(command.env)} if command else {"key": key}
@@ -144,11 +159,9 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
     records: list[RequestRecord] = []
     try:
         ensure_models(cfg)
+        preflight(cfg)
         port = cfg.engine.port or server.free_port(cfg.engine.host)
         command = engine.command(cfg, port)
-        notes = engine.preflight(cfg, command) if command and not server.running(key) else []
-        for note in notes:
-            log.warning(note)
         base_url = engine.endpoint(cfg, port)
         srv, reused = server.acquire(
             key,

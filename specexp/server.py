@@ -213,11 +213,5 @@ def acquire(
     return launch(command, key, base_url, ready_url, log_path, deadline_s), False
 
 
-def running(key: str) -> bool:
-    """Whether the server for ``key`` is up (the next acquire reuses it)."""
-    current = _pool.current
-    return current is not None and current.key == key and current.alive()
-
-
 def stop() -> None:
     _pool.stop()

@@ -87,4 +87,3 @@ class TorchEngine(Engine):
         from specexp import __version__
 
         return f"specexp-reference {__version__}"
-

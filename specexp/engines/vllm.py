@@ -265,7 +265,6 @@ class VllmEngine(Engine):
     def request_fields(self, cfg: Config) -> dict[str, Any]:
         return {"return_token_ids": True}
 
-
     async def server_info(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, Any]:
         """``/version`` and ``/v1/models`` (served name, max_model_len); plus the full resolved VllmConfig
         from ``/server_info?config_format=json`` when the server runs with VLLM_SERVER_DEV_MODE=1 (the only

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import optuna
+import pytest
 
 # Deterministic objective: the same prompts in every trial (unique=false) and greedy decoding make
 # acceptance a pure function of the depth, so a study and a grid can be compared exactly.
@@ -25,6 +26,7 @@ def best(sweep_dir) -> dict:
     return row
 
 
+@pytest.mark.timeout(1800)
 def test_tpe_in_12_trials_finds_the_grids_best_depth(specexp) -> None:
     grid = specexp(
         *DEPTH_STUDY,

