@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import FAST, engine_processes
+from tests.conftest import FAST, engine_processes
 
 
 def children_and_parent(runs):
