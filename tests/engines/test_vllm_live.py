@@ -115,8 +115,9 @@ def test_every_drafter_served_with_exact_acceptance(specexp, prompts) -> None:
     print(f"batch 4: requests whose greedy output differs from drafter=none (of 8): {dict(differing)}")
 
 
-def test_both_engines_side_by_side_in_one_sweep(specexp) -> None:
-    run = specexp(*VLLM, "engine=torch,vllm", "model=tiny", "drafter=none,tiny", "batch=1,4", "-m", timeout=1200)
+def test_both_engines_side_by_side_in_one_sweep(specexp, monkeypatch) -> None:
+    monkeypatch.setenv("SPECEXP_VLLM_PYTHON", str(VLLM_PYTHON))  # engine=vllm_cpu's interpreter
+    run = specexp("engine=torch,vllm_cpu", "model=tiny", "drafter=none,tiny", "batch=1,4", "-m", timeout=1200)
     assert run.proc.returncode == 0, run.proc.stderr[-4000:]
     found = points(run.workdir / "multirun")
     assert {(e, d, b) for e, d, b in found} == {
