@@ -3,7 +3,6 @@ an Optuna study (specexp.tune), each with a sweep id, a parent MLflow run and th
 
 from __future__ import annotations
 
-import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +19,6 @@ from specexp.console import console
 from specexp.jobs import LaunchingSweeper, compose, job_rows, plan
 from specexp.report.sweep import SweepRecorder
 from specexp.tune.sweeper import TuneConf, Tuner
-
-log = logging.getLogger("specexp")
 
 
 @dataclass

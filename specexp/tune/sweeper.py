@@ -150,6 +150,11 @@ class Tuner:
         if first.dry_run:
             console.print(f"search space: {self.space.distributions}\nconditions: {self.conf.conditions}")
             return None
+        try:  # the base config and the engine itself, once: a missing engine is no infeasible depth
+            plan(self.sweeper, [base], "check")
+        except ConfigError as exc:
+            console.print(f"[red]invalid configuration[/red]: {exc}")
+            raise SystemExit(2) from None
         study = optuna.create_study(
             storage=storage_for(url),
             study_name=self.conf.study_name,
