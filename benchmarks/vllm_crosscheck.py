@@ -64,7 +64,7 @@ from specexp.engines.vllm import VllmEngine, VllmEngineConfig
 from specexp.load.prompts import make_prompts
 from specexp.models.tiny import TinyPaths, ensure_tiny
 from specexp.point import measure_once
-from specexp.server import free_port, terminate, wait_ready
+from specexp.server import free_port, spawn, terminate, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
 STREAM = "crosscheck"  # specexp's prompt stream name: fixes the rotation of the jsonl prompts
@@ -191,15 +191,7 @@ def vllm_server(cfg: Config, log: Path) -> Iterator[str]:
     command = engine.command(cfg, port)
     (log.parent / "server.json").write_text(json.dumps({"argv": command.argv, "env": command.env}, indent=2))
     print("server:", " ".join(command.argv), flush=True)
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command.argv,
-            env={**os.environ, **command.env},
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    proc = spawn(command, log)
     base_url = engine.endpoint(cfg, port)
     try:
         t0 = time.monotonic()

@@ -113,19 +113,26 @@ def wait_ready(
         time.sleep(0.25)
 
 
-def launch(command: Command, key: str, base_url: str, ready_url: str, log_path: Path, deadline_s: float) -> Server:
+def spawn(command: Command, log_path: Path, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+    """Start a server process, its output appended to ``log_path``, in its own process group (so
+    teardown kills the engine's children too) and dying with its parent."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
     with log_path.open("ab") as log:
-        process = subprocess.Popen(
+        return subprocess.Popen(
             command.argv,
             env={**os.environ, **command.env},
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: teardown kills the engine's children too
+            start_new_session=True,
             preexec_fn=_die_with_parent,
         )
+
+
+def launch(command: Command, key: str, base_url: str, ready_url: str, log_path: Path, deadline_s: float) -> Server:
+    t0 = time.monotonic()
+    process = spawn(command, log_path)
     server = Server(key, base_url, process, log_path, 0.0, command)
     _pool.current = server  # registered before readiness so an interrupt still tears it down
     try:

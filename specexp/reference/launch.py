@@ -3,13 +3,13 @@ launch, readiness and teardown primitives; specexp's own runs go through the tor
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from specexp.server import free_port, terminate, wait_ready
+from specexp.engines.base import Command
+from specexp.server import free_port, spawn, terminate, wait_ready
 
 
 @contextmanager
@@ -21,8 +21,8 @@ def serve(args: list[str], log: Path, deadline_s: float = 120.0, cwd: Path | Non
     """
     port = free_port("127.0.0.1")
     argv = [sys.executable, "-m", "specexp.reference", "--host", "127.0.0.1", "--port", str(port), *args]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    log.unlink(missing_ok=True)
+    proc = spawn(Command(argv), log, cwd)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url + "/health", deadline_s, proc, log)
