@@ -6,7 +6,6 @@ ordered every job; here each job only measures its own point.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,6 @@ from specexp.config import ConfigError
 from specexp.configstore import CONF_DIR, load, register
 from specexp.console import console, points_table
 from specexp.report.sweep import summary_rows
-
-log = logging.getLogger("specexp")
 
 register()
 

@@ -10,7 +10,7 @@ and told the largest batch of its group (``max_batch``) so that one server admit
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hydra.core.plugins import Plugins
@@ -48,8 +48,7 @@ class Job:
 
 def group_key(cfg: Config, global_max: int) -> str:
     """The server key with the capacity fixed, so jobs differing only in batch group together."""
-    probe = Config(**{**cfg.__dict__, "max_batch": max(global_max, cfg.batch)})
-    return describe(probe)[2]
+    return describe(replace(cfg, max_batch=max(global_max, cfg.batch)))[2]
 
 
 def compose(sweeper: LaunchingSweeper, overrides: Sequence[str]) -> tuple[Config, DictConfig]:
@@ -69,7 +68,7 @@ def plan(sweeper: LaunchingSweeper, jobs: list[list[str]], sweep_id: str) -> lis
         group_max[j.group] = max(group_max.get(j.group, 0), j.cfg.batch)
     if not planned[0].cfg.dry_run:  # the engines' own parsers, once per server, before any starts
         for group, first in {j.group: j for j in reversed(planned)}.items():
-            preflight(Config(**{**first.cfg.__dict__, "max_batch": group_max[group]}))
+            preflight(replace(first.cfg, max_batch=group_max[group]))
     return [[*j.overrides, f"sweep_id={sweep_id}", f"max_batch={group_max[j.group]}"] for j in planned]
 
 

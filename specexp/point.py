@@ -7,11 +7,12 @@ anything is sent anywhere; a failing point is recorded as failed (with the serve
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ class PointResult:
     job_dir: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
+        return asdict(self)
 
 
 def describe(cfg: Config) -> tuple[Engine, Command | None, str]:
@@ -89,7 +90,9 @@ def flat_params(raw: DictConfig) -> dict[str, Any]:
     return server.redact(flat)
 
 
+@functools.cache
 def git_sha() -> str:
+    """The checkout's commit, asked once per process."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5

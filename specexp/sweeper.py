@@ -77,9 +77,9 @@ class OrderedSweeper(LaunchingSweeper):
                 returns += self.launcher.launch(jobs[start : start + size], initial_job_idx=start)
         finally:
             server.stop()
+            rows = job_rows(returns)
             if recorder is not None:
-                recorder.finish(job_rows(returns), interrupted=len(returns) < len(jobs))
-        failed = [r for r in job_rows(returns) if r.get("status") not in ("ok", "dry_run")]
-        if failed:
+                recorder.finish(rows, interrupted=len(returns) < len(jobs))
+        if any(r.get("status") not in ("ok", "dry_run") for r in rows):
             raise SweepFailed(1)
         return [returns]
