@@ -19,7 +19,8 @@ from pathlib import Path
 
 import aiohttp
 
-from specexp.engines.counters import acceptance, parse
+from specexp.engines.counters import acceptance_counts, parse
+from specexp.metrics.acceptance import acceptance_metrics
 from specexp.models.tiny import ensure_tiny
 from specexp.reference.launch import serve
 
@@ -83,7 +84,7 @@ async def point(url: str, batch: int, requests: int, max_tokens: int) -> dict[st
     return {
         "output_tps": sum(t for t, _ in results) / window,
         "decode_tps": statistics.mean(d for _, d in results),
-        **acceptance(before, after),
+        **acceptance_metrics(acceptance_counts(before, after)),
     }
 
 

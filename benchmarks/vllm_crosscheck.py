@@ -58,10 +58,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from specexp import metrics
 from specexp.config import Config, DrafterConfig, ModelConfig, NcclConfig, TrackingConfig, WorkloadConfig
 from specexp.engines.vllm import VllmEngine, VllmEngineConfig
 from specexp.load.prompts import make_prompts
+from specexp.metrics import requests
 from specexp.models.tiny import TinyPaths, ensure_tiny
 from specexp.point import measure_once
 from specexp.server import free_port, spawn, terminate, wait_ready
@@ -318,8 +318,8 @@ def run_specexp(cfg: Config, base_url: str, out_dir: Path, label: str) -> dict[s
     records, acceptance = asyncio.run(measure_once(cfg, VllmEngine(), base_url, STREAM))
     with (out_dir / f"specexp-{label}.jsonl").open("w") as f:
         f.writelines(json.dumps(r.to_json()) + "\n" for r in records)
-    row: dict[str, Any] = metrics.compute(records) | acceptance
-    row["window_s"] = metrics.window_s(records)
+    row: dict[str, Any] = requests.compute(records) | acceptance
+    row["window_s"] = requests.window_s(records)
     row["texts"] = [r.text for r in records]
     return row
 

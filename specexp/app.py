@@ -15,10 +15,10 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from specexp import point, server
-from specexp.config import ConfigError
-from specexp.configstore import CONF_DIR, load, register
-from specexp.console import console, points_table
-from specexp.report.sweep import summary_rows
+from specexp.configstore import CONF_DIR, register, to_config
+from specexp.console import console, invalid_config_exits, points_table
+from specexp.report.summary import summary_rows
+from specexp.result import PointResult
 
 register()
 
@@ -26,20 +26,18 @@ register()
 def task(raw: DictConfig) -> dict[str, Any]:
     hc = HydraConfig.get()
     single = hc.mode == RunMode.RUN
-    try:
-        cfg = load(raw)
-    except ConfigError as exc:
-        if not single:
-            raise
-        console.print(f"[red]invalid configuration[/red]: {exc}")
-        raise SystemExit(2) from None
+    if single:
+        with invalid_config_exits():
+            cfg = to_config(raw)
+    else:  # the sweeper validated every job before launching any
+        cfg = to_config(raw)
     if cfg.dry_run:
         print(point.dry_run_text(cfg), flush=True)
-        return {"status": "dry_run", "params": point.flat_params(raw), "metrics": {}}
+        return PointResult.from_params("dry_run", point.flat_params(raw)).to_json()
     result = point.run(cfg, raw, Path(hc.runtime.output_dir), hc.job.num if not single else 0)
     if single:
         server.stop()
-        console.print(points_table(summary_rows([result.to_json()]), f"results in {result.job_dir}"))
+        console.print(points_table(summary_rows([result]), f"results in {result.job_dir}"))
         if result.status != "ok":
             console.print(f"[red]point failed[/red]: {result.error}")
             raise SystemExit(1)

@@ -277,3 +277,32 @@ class Config:
     def capacity(self) -> int:
         """Requests the server admits at once: at least the largest batch it will see."""
         return self.engine.max_running_requests or self.capacity_needed
+
+
+@dataclass
+class TuneConf:
+    """hydra.sweeper keys for ``mode: optuna``, named as hydra-optuna-sweeper names them."""
+
+    n_trials: int = 12  # the study's total: a rerun resumes up to it
+    timeout: float | None = None  # seconds for this invocation
+    storage: str | None = None  # None: sqlite:///<outputs>/optuna.db; or any SQLAlchemy URL, or journal:///path
+    study_name: str = "specexp"
+    direction: Any = "maximize"  # or a list, one per objective
+    objective: Any = "output_throughput"  # a metric key (specexp.metrics.registry), or a list of them
+    constraints: list[str] = field(default_factory=list)  # e.g. ["ttft_ms_p99 <= 500"]
+    sampler: str = "tpe"
+    seed: int | None = 0
+    conditions: dict[str, str] = field(default_factory=dict)  # key -> "other.key > 1"
+    batches: list[int] | None = None  # measure each trial at these batch sizes (one objective per batch)
+
+
+@dataclass
+class SweeperConf(TuneConf):
+    """specexp's sweeper (``hydra/sweeper=specexp``): a server-ordered grid (``mode: grid``) or an
+    Optuna study (``mode: optuna``). One sweeper for both, because a preset cannot replace the sweeper
+    the primary config selects."""
+
+    _target_: str = "hydra_plugins.specexp_sweepers.SpecexpSweeper"
+    mode: str = "grid"
+    max_batch_size: int | None = None
+    params: dict[str, str] = field(default_factory=dict)

@@ -19,6 +19,7 @@ from specexp.config import (
     DrafterConfig,
     ModelConfig,
     NcclConfig,
+    SweeperConf,
     TrackingConfig,
     WorkloadConfig,
 )
@@ -38,10 +39,8 @@ SWEEPS_DIR = resource_dir("sweeps")
 
 
 def register() -> None:
-    from specexp.sweeper import SpecexpSweeperConf
-
     cs = ConfigStore.instance()
-    cs.store(group="hydra/sweeper", name="specexp", node=SpecexpSweeperConf, provider="specexp")
+    cs.store(group="hydra/sweeper", name="specexp", node=SweeperConf, provider="specexp")
     cs.store(name="config_schema", node=Config)
     for engine in ENGINES.values():
         cs.store(group="engine", name=f"{engine.name}_schema", node=engine.config_class)
@@ -58,7 +57,7 @@ def register() -> None:
         cs.store(group="sweep", name=path.stem, node=OmegaConf.load(path), package="_global_")
 
 
-def load(cfg: DictConfig) -> Config:
+def to_config(cfg: DictConfig) -> Config:
     """The validated dataclass tree for a composed config (its ``hydra`` node dropped)."""
     cfg = cfg.copy()
     with open_dict(cfg):

@@ -12,10 +12,22 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from specexp.load.records import RequestRecord
+from specexp.config import ConfigError
+from specexp.metrics.registry import TABLE_KEYS, digits, header
+from specexp.records import RequestRecord
 
 # Tables are meant to be pasted: keep them wide when the output is a file or a pipe.
 console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+@contextmanager
+def invalid_config_exits() -> Iterator[None]:
+    """A ConfigError becomes one red line and exit code 2: bad input stops before any server starts."""
+    try:
+        yield
+    except ConfigError as exc:
+        console.print(f"[red]invalid configuration[/red]: {exc}")
+        raise SystemExit(2) from None
 
 
 @contextmanager
@@ -43,19 +55,6 @@ def load_progress(total: int, label: str) -> Iterator[Callable[[RequestRecord], 
         yield on_done
 
 
-# header, metric key, digits: the headline columns of every table of points (console and markdown)
-POINT_COLUMNS = (
-    ("output tok/s", "output_throughput", 1),
-    ("stream tok/s", "decode_speed_mean", 1),
-    ("speedup", "speedup", 2),
-    ("accept len", "accept_length", 2),
-    ("accept rate", "accept_rate", 2),
-    ("TTFT p50 ms", "ttft_ms_p50", 1),
-    ("TTFT p99 ms", "ttft_ms_p99", 1),
-    ("TPOT p50 ms", "tpot_ms_p50", 2),
-)
-
-
 def fmt(value: Any, digits: int = 1, ci: Any = None) -> str:
     """A number with thousands separators and ``± ci`` when repeats gave an interval; "-" when absent."""
     if value is None or value == "":
@@ -68,15 +67,15 @@ def fmt(value: Any, digits: int = 1, ci: Any = None) -> str:
 
 
 def points_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
-    """engine × drafter × batch → the headline columns and status (rows from summary_rows)."""
+    """engine × drafter × batch → the headline columns and status (rows from report.summary.summary_rows)."""
     table = Table(title=title)
-    for header in ("engine", "drafter", "batch"):
-        table.add_column(header, justify="left" if header != "batch" else "right")
-    for header, _, _ in POINT_COLUMNS:
-        table.add_column(header, justify="right")
+    for name in ("engine", "drafter", "batch"):
+        table.add_column(name, justify="left" if name != "batch" else "right")
+    for key in TABLE_KEYS:
+        table.add_column(header(key), justify="right")
     table.add_column("status")
     for row in rows:
-        cells = [fmt(row.get(key), digits, row.get(f"{key}_ci95")) for _, key, digits in POINT_COLUMNS]
+        cells = [fmt(row.get(key), digits(key), row.get(f"{key}_ci95")) for key in TABLE_KEYS]
         table.add_row(
             fmt(row.get("engine.name")),
             fmt(row.get("drafter.name")),

@@ -1,57 +1,53 @@
 """One point: one server configuration at one batch size, measured and recorded.
 
-config → server → load → records → metrics → results.json → MLflow. Results reach the disk before
+config → server → load → records → PointResult → results.json → MLflow. Results reach the disk before
 anything is sent anywhere; a failing point is recorded as failed (with the server log) and returns.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
-import subprocess
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import aiohttp
 from omegaconf import DictConfig, OmegaConf
 
-from specexp import metrics, server, tracking
+from specexp import server, tracking
 from specexp.config import Config, ConfigError
 from specexp.console import load_progress
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
 from specexp.load.client import run_closed_loop
 from specexp.load.prompts import make_prompts
-from specexp.load.records import RequestRecord
+from specexp.metrics import requests
+from specexp.metrics.acceptance import acceptance_metrics
+from specexp.metrics.stats import aggregate_repeats
+from specexp.records import RequestRecord
+from specexp.result import PointResult
 
 log = logging.getLogger("specexp")
 
 PORT_PLACEHOLDER = 0  # the port in argv used for the server key and dry runs
 
 
-@dataclass
-class PointResult:
-    status: str  # ok | failed | interrupted
-    metrics: dict[str, float] = field(default_factory=dict)
-    tags: dict[str, str] = field(default_factory=dict)
-    params: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    run_id: str | None = None
-    job_dir: str = ""
+class ServerPlan(NamedTuple):
+    """What a config asks to serve: the adapter, the server command (port placeholder; None for an
+    endpoint specexp does not launch) and the server key that decides reuse."""
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    engine: Engine
+    command: Command | None
+    key: str
 
 
-def describe(cfg: Config) -> tuple[Engine, Command | None, str]:
-    """The adapter, the server command (port placeholder) and its key: no side effects."""
+def describe(cfg: Config) -> ServerPlan:
+    """The server a config asks for, without side effects."""
     engine = adapter(cfg)
     command = engine.command(cfg, PORT_PLACEHOLDER)
-    return engine, command, server.server_key(command, engine.endpoint(cfg, PORT_PLACEHOLDER))
+    return ServerPlan(engine, command, server.server_key(command, engine.endpoint(cfg, PORT_PLACEHOLDER)))
 
 
 _checked: set[str] = set()  # server keys whose argv the engine's own parser accepted in this process
@@ -90,18 +86,6 @@ def flat_params(raw: DictConfig) -> dict[str, Any]:
     return server.redact(flat)
 
 
-@functools.cache
-def git_sha() -> str:
-    """The checkout's commit, asked once per process."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5
-        )
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def ensure_models(cfg: Config) -> None:
     if "tiny" in (cfg.model.build, cfg.drafter.build):
         from specexp.models.tiny import ensure_tiny
@@ -133,7 +117,7 @@ async def measure_once(cfg: Config, engine: Engine, base_url: str, stream: str) 
         with load_progress(len(prompts), f"batch {cfg.batch}") as on_done:
             records = await run_closed_loop(http, url, prompts, cfg.batch, body, engine.observe, on_done)
         after = await engine.read_counters(http, base_url)
-    return records, engine.acceptance(before, after, records)
+    return records, acceptance_metrics(engine.acceptance(before, after, records))
 
 
 async def fetch_server_info(engine: Engine, cfg: Config, base_url: str) -> dict[str, Any] | None:
@@ -148,11 +132,19 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
     """Measure one point and record it; never raises for a failed point (only for interrupts)."""
     job_dir.mkdir(parents=True, exist_ok=True)
     engine, key_command, key = describe(cfg)
-    result = PointResult(status="ok", params=flat_params(raw), job_dir=str(job_dir))
+    result = PointResult(
+        status="ok",
+        engine=cfg.engine.name,
+        model=cfg.model.name,
+        drafter=cfg.drafter.name,
+        batch=cfg.batch,
+        params=flat_params(raw),
+        job_dir=str(job_dir),
+    )
     result.tags = {
         "specexp.sweep_id": cfg.sweep_id or "",
         "specexp.server_key": key,
-        "specexp.git_sha": git_sha(),
+        "specexp.git_sha": tracking.git_sha(),
         "specexp.engine": cfg.engine.name,
         "specexp.drafter": cfg.drafter.name,
     }
@@ -196,12 +188,12 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
             stream = f"{cfg.sweep_id or job_dir.name}/{job_num}/{repeat}"
             recs, acceptance = asyncio.run(measure_once(cfg, engine, srv.base_url, stream))
             records += recs
-            repeat_metrics.append(metrics.compute(recs) | acceptance)
-        result.metrics |= repeat_metrics[0] if cfg.repeats == 1 else metrics.aggregate_repeats(repeat_metrics)
+            repeat_metrics.append(requests.compute(recs) | acceptance)
+        result.metrics |= repeat_metrics[0] if cfg.repeats == 1 else aggregate_repeats(repeat_metrics)
         if key_command is not None and not cfg.drafter.speculative:
             # METRICS.md: 1.0 without speculation (known only for a server specexp launched itself)
             result.metrics.setdefault("accept_length", 1.0)
-        result.tags["specexp.token_source"] = metrics.token_source(records)
+        result.tags["specexp.token_source"] = requests.token_source(records)
         result.tags["specexp.acceptance"] = (
             "measured"
             if "spec_verify_steps" in result.metrics

@@ -7,6 +7,8 @@ one process without stepping on each other.
 
 from __future__ import annotations
 
+import functools
+import subprocess
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -19,6 +21,18 @@ from specexp.config import TrackingConfig
 
 PARENT_ROLE = "parent"
 _BATCH = 100  # MLflow's limit on params (and a safe size for metrics) per log_batch call
+
+
+@functools.cache
+def git_sha() -> str:
+    """The checkout's commit, asked once per process (provenance tag of every run)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
 
 
 def client(cfg: TrackingConfig) -> MlflowClient:

@@ -14,7 +14,7 @@ from hydra import compose, initialize_config_dir
 from mlflow import MlflowClient
 
 from specexp.config import Config
-from specexp.configstore import CONF_DIR, load, register
+from specexp.configstore import CONF_DIR, register, to_config
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -35,7 +35,7 @@ def make_config() -> Callable[..., Config]:
 
     def make(*overrides: str) -> Config:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return load(compose("config", overrides=list(overrides)))
+            return to_config(compose("config", overrides=list(overrides)))
 
     return make
 

@@ -15,7 +15,8 @@ import aiohttp
 
 from specexp.config import Config, EngineConfig
 from specexp.engines import counters
-from specexp.load.records import RequestRecord
+from specexp.metrics.acceptance import AcceptanceCounts
+from specexp.records import RequestRecord
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,9 @@ class Engine:
 
     def acceptance(
         self, before: dict[str, float] | None, after: dict[str, float] | None, records: list[RequestRecord]
-    ) -> dict[str, float]:
-        """METRICS.md speculation keys over the measured window (counter deltas); {} when unavailable."""
-        return counters.acceptance(before, after)
+    ) -> AcceptanceCounts | None:
+        """Raw speculation counts over the measured window (counter deltas); None when unavailable."""
+        return counters.acceptance_counts(before, after)
 
     async def server_info(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, Any] | None:
         """The engine's resolved configuration, for the run's artifacts."""

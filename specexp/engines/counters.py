@@ -1,4 +1,4 @@
-"""vLLM-style speculative-decoding counters: scraped from Prometheus text, turned into METRICS.md keys.
+"""vLLM-style speculative-decoding counters: scraped from Prometheus text, turned into raw window counts.
 
 vLLM exposes cumulative counters (vllm/v1/spec_decode/metrics.py); the reference engine keeps the
 same names and semantics under its own prefix, so both engines' acceptance is computed by the same
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
+
+from specexp.metrics.acceptance import AcceptanceCounts
 
 DRAFTS = "spec_decode_num_drafts"
 DRAFT_TOKENS = "spec_decode_num_draft_tokens"
@@ -50,32 +52,28 @@ def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]
     return {k: after[k] - before.get(k, 0.0) for k in after}
 
 
-def acceptance(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, float]:
-    """METRICS.md speculation keys from two scrapes; {} when the server has no spec counters.
+def acceptance_counts(before: dict[str, float] | None, after: dict[str, float] | None) -> AcceptanceCounts | None:
+    """The window's raw counts from two scrapes; None when the server has no spec counters.
 
-    verify steps are the reference engine's exact count when present, else vLLM's ``num_drafts``
+    Verify steps are the reference engine's exact count when present, else vLLM's ``num_drafts``
     (decode steps that carried drafts; vLLM's prefill token is not a verify step).
     """
     if before is None or after is None:
-        return {}
+        return None
     d = delta(before, after)
     steps = d.get(VERIFY_STEPS, d.get(DRAFTS))
     if steps is None:
-        return {}
-    if steps <= 0:
-        return {"spec_verify_steps": 0.0}
-    accepted = d.get(ACCEPTED, 0.0)
-    drafted = d.get(DRAFT_TOKENS, 0.0)
-    out = {
-        "spec_verify_steps": steps,
-        "spec_draft_tokens": drafted,
-        "spec_accepted_tokens": accepted,
-        "accept_length": 1.0 + accepted / steps,
-    }
-    if drafted > 0:
-        out["accept_rate"] = accepted / drafted
-        drafts = d.get(DRAFTS, steps)
-        for key, value in d.items():
-            if key.startswith(ACCEPTED_PER_POS + "[") and drafts > 0:
-                out[f"accept_rate_pos_{key[len(ACCEPTED_PER_POS) + 1 : -1]}"] = value / drafts
-    return out
+        return None
+    positions = sorted(
+        (int(key[len(ACCEPTED_PER_POS) + 1 : -1]), value)
+        for key, value in d.items()
+        if key.startswith(ACCEPTED_PER_POS + "[")
+    )
+    return AcceptanceCounts(
+        source="counters",
+        verify_steps=steps,
+        draft_tokens=d.get(DRAFT_TOKENS, 0.0),
+        accepted_tokens=d.get(ACCEPTED, 0.0),
+        accepted_per_position=tuple(value for _, value in positions),
+        drafts=d.get(DRAFTS, steps),
+    )

@@ -18,8 +18,9 @@ import aiohttp
 from specexp.config import Config, ConfigError, EngineConfig
 from specexp.engines import counters
 from specexp.engines.base import Command, Engine
-from specexp.engines.sglang import SglangEngine
-from specexp.load.records import RequestRecord
+from specexp.engines.sglang import acceptance as sglang_acceptance
+from specexp.metrics.acceptance import AcceptanceCounts
+from specexp.records import RequestRecord
 
 COUNTER_PREFIXES = ("vllm:", "specexp:")
 
@@ -46,9 +47,6 @@ class ExternalEngine(Engine):
     name = "external"
     config_class = ExternalEngineConfig
 
-    def __init__(self) -> None:
-        self.sglang = SglangEngine()  # reads SGLang's per-request acceptance fields when present
-
     def command(self, cfg: Config, port: int) -> Command | None:
         return None
 
@@ -64,7 +62,7 @@ class ExternalEngine(Engine):
         return {"model": e.model_name or cfg.model.api_name, **e.request_extra}
 
     def observe(self, event: dict[str, Any], record: RequestRecord) -> None:
-        self.sglang.observe(event, record)
+        sglang_acceptance.observe(event, record)  # SGLang's per-request fields, when present
 
     async def read_counters(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, float] | None:
         """vLLM's counters, or the reference engine's (same names, ``specexp:`` prefix)."""
@@ -82,5 +80,5 @@ class ExternalEngine(Engine):
 
     def acceptance(
         self, before: dict[str, float] | None, after: dict[str, float] | None, records: list[RequestRecord]
-    ) -> dict[str, float]:
-        return counters.acceptance(before, after) or self.sglang.acceptance(None, None, records)
+    ) -> AcceptanceCounts | None:
+        return counters.acceptance_counts(before, after) or sglang_acceptance.per_request_counts(records)

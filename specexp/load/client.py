@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 
 from specexp.load.prompts import Prompt
-from specexp.load.records import Chunk, RequestRecord
+from specexp.records import Chunk, RequestRecord
 
 
 def fit_chunk_tokens(chunks: list[Chunk], total: int) -> None:

@@ -11,10 +11,11 @@ from mlflow import MlflowClient
 
 from specexp.report.analysis import apply
 from specexp.report.compare import compare_report
-from specexp.report.fetch import LATEST, Sweep, SweepNotFound, load
+from specexp.report.fetch import LATEST, Sweep, SweepNotFound, fetch_sweep
 from specexp.report.markdown import sweep_report
 from specexp.report.plots import make_plots
-from specexp.report.sweep import summary_rows, verdicts, write_csv
+from specexp.report.summary import summary_rows, write_csv
+from specexp.report.verdict import verdicts
 
 EPILOG = """examples:
   python -m specexp.report                        # the latest sweep in outputs/mlflow.db
@@ -68,13 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     mlflow = MlflowClient(tracking_uri=args.tracking_uri)
     try:
         if args.compare:
-            a, b = (load(mlflow, args.experiment, ref) for ref in args.compare)
+            a, b = (fetch_sweep(mlflow, args.experiment, ref) for ref in args.compare)
             out = args.out or Path("outputs/reports") / f"compare-{a.sweep_id}-vs-{b.sweep_id}"
             text = compare_report(a, b)
             out.mkdir(parents=True, exist_ok=True)
             (out / "compare.md").write_text(text, encoding="utf-8")
         else:
-            sweep = load(mlflow, args.experiment, args.sweep)
+            sweep = fetch_sweep(mlflow, args.experiment, args.sweep)
             out = args.out or Path("outputs/reports") / sweep.sweep_id
             text = report(sweep, out, plots=not args.no_plots)
     except SweepNotFound as exc:

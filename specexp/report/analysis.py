@@ -1,7 +1,6 @@
 """Sweep-level analysis (METRICS.md "Sweep level"): pairing with baselines, speedups, crossovers.
 
-Pure functions over rows: one dict per point holding its flattened params (``engine.name``,
-``drafter.name``, ``batch``, ...), its metrics and ``status``.
+Pure functions over the points of a sweep (specexp.result.PointResult).
 """
 
 from __future__ import annotations
@@ -9,28 +8,22 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Any
 
-Row = dict[str, Any]
+from specexp.result import PointResult
 
-BASELINE = "none"
 # Params that differ between points of one sweep without making them different experiments.
 _NOT_IDENTITY = ("sweep_id", "max_batch", "dry_run", "repeats", "tracking.")
 
 
-def identity(row: Row, drop: tuple[str, ...] = ()) -> tuple[tuple[str, str], ...]:
+def identity(row: PointResult, drop: tuple[str, ...] = ()) -> tuple[tuple[str, str], ...]:
     """The point's settings minus the drafter (and ``drop``): equal for a point and its baseline."""
     return tuple(
         sorted(
             (k, str(v))
-            for k, v in row["params"].items()
+            for k, v in row.params.items()
             if not k.startswith(("drafter.", *_NOT_IDENTITY)) and k not in drop
         )
     )
-
-
-def drafter(row: Row) -> str:
-    return str(row["params"].get("drafter.name", BASELINE))
 
 
 def ratio_ci(num: float, num_ci: float, den: float, den_ci: float) -> float:
@@ -38,21 +31,21 @@ def ratio_ci(num: float, num_ci: float, den: float, den_ci: float) -> float:
     return num / den * math.hypot(num_ci / num if num else 0.0, den_ci / den)
 
 
-def pair_speedups(rows: Sequence[Row]) -> dict[int, dict[str, float]]:
+def pair_speedups(rows: Sequence[PointResult]) -> dict[int, dict[str, float]]:
     """For each speculative point (by index) with an ok baseline: ``speedup`` and ``decode_speedup``,
     and their ``_ci95`` half-widths when both points were repeated."""
-    baselines = {identity(r): r for r in rows if drafter(r) == BASELINE and r.get("status") == "ok"}
+    baselines = {identity(r): r for r in rows if not r.speculative and r.ok}
     out: dict[int, dict[str, float]] = {}
     for i, row in enumerate(rows):
         base = baselines.get(identity(row))
-        if drafter(row) == BASELINE or base is None or row.get("status") != "ok":
+        if not row.speculative or base is None or not row.ok:
             continue
         ratios = {}
         for key, metric in (("speedup", "output_throughput"), ("decode_speedup", "decode_speed_mean")):
-            num, den = row["metrics"].get(metric), base["metrics"].get(metric)
+            num, den = row.metrics.get(metric), base.metrics.get(metric)
             if num is not None and den:
                 ratios[key] = num / den
-                num_ci, den_ci = row["metrics"].get(f"{metric}_ci95"), base["metrics"].get(f"{metric}_ci95")
+                num_ci, den_ci = row.metrics.get(f"{metric}_ci95"), base.metrics.get(f"{metric}_ci95")
                 if num_ci is not None and den_ci is not None:
                     ratios[f"{key}_ci95"] = ratio_ci(num, num_ci, den, den_ci)
         out[i] = ratios
@@ -72,7 +65,7 @@ def crossover(points: Sequence[tuple[float, float]]) -> float | None:
     return None  # wins only after losing: no batch past which it stops paying off
 
 
-def crossovers(rows: Sequence[Row], speedups: dict[int, dict[str, float]]) -> dict[str, float]:
+def crossovers(rows: Sequence[PointResult], speedups: dict[int, dict[str, float]]) -> dict[str, float]:
     """``crossover_batch.<drafter>`` per series of points that differ only in batch.
 
     A drafter measured in several series (e.g. on two engines) gets one key per series, suffixed
@@ -83,8 +76,8 @@ def crossovers(rows: Sequence[Row], speedups: dict[int, dict[str, float]]) -> di
     series: dict[tuple[str, tuple], list[tuple[float, float, float]]] = {}
     for i, ratios in speedups.items():
         if "speedup" in ratios:
-            key = (drafter(rows[i]), identity(rows[i], drop=("batch",)))
-            point = (float(rows[i]["params"]["batch"]), ratios["speedup"], ratios.get("speedup_ci95", 0.0))
+            key = (rows[i].drafter, identity(rows[i], drop=("batch",)))
+            point = (float(rows[i].batch), ratios["speedup"], ratios.get("speedup_ci95", 0.0))
             series.setdefault(key, []).append(point)
     out: dict[str, float] = {}
     by_drafter: dict[str, list[tuple]] = {}
@@ -113,13 +106,13 @@ def _differing(ident: tuple, others: list[tuple]) -> list[tuple[str, str]]:
     return [(k, v) for k, v in ident if k in keys]
 
 
-def apply(rows: Sequence[Row]) -> tuple[dict[int, dict[str, float]], dict[str, float]]:
+def apply(rows: Sequence[PointResult]) -> tuple[dict[int, dict[str, float]], dict[str, float]]:
     """Pair every point with its baseline, merge ``speedup``/``decode_speedup`` into its metrics
     (replacing any logged earlier) and compute the crossovers."""
     for row in rows:
-        row["metrics"].pop("speedup", None)
-        row["metrics"].pop("decode_speedup", None)
+        row.metrics.pop("speedup", None)
+        row.metrics.pop("decode_speedup", None)
     speedups = pair_speedups(rows)
     for i, ratios in speedups.items():
-        rows[i]["metrics"] |= ratios
+        rows[i].metrics |= ratios
     return speedups, crossovers(rows, speedups)

@@ -10,29 +10,22 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from specexp.report.analysis import Row
+from specexp.metrics.registry import COMPARE_KEYS, header
 from specexp.report.fetch import Sweep
 from specexp.report.markdown import fmt, table
 from specexp.report.series import labels, series_key, settings
-
-HEADLINE = (
-    ("output tok/s", "output_throughput"),
-    ("stream tok/s", "decode_speed_mean"),
-    ("accept len", "accept_length"),
-    ("TTFT p50", "ttft_ms_p50"),
-    ("TPOT p50", "tpot_ms_p50"),
-)
+from specexp.result import PointResult
 
 
 @dataclass
 class Comparison:
     changed: dict[str, tuple[str, str]]  # setting -> (value in A, value in B)
-    pairs: list[tuple[Row, Row]]
-    only_a: list[Row]
-    only_b: list[Row]
+    pairs: list[tuple[PointResult, PointResult]]
+    only_a: list[PointResult]
+    only_b: list[PointResult]
 
 
-def changed_settings(a: Sequence[Row], b: Sequence[Row]) -> dict[str, tuple[str, str]]:
+def changed_settings(a: Sequence[PointResult], b: Sequence[PointResult]) -> dict[str, tuple[str, str]]:
     """Settings constant within each sweep but different between them; never the batch."""
     sa, sb = [dict(settings(r)) for r in a], [dict(settings(r)) for r in b]
     out = {}
@@ -43,7 +36,7 @@ def changed_settings(a: Sequence[Row], b: Sequence[Row]) -> dict[str, tuple[str,
     return out
 
 
-def compare(a: Sequence[Row], b: Sequence[Row]) -> Comparison:
+def compare(a: Sequence[PointResult], b: Sequence[PointResult]) -> Comparison:
     changed = changed_settings(a, b)
     by_key = {settings(r, changed): r for r in b}
     pairs = [(r, by_key[settings(r, changed)]) for r in a if settings(r, changed) in by_key]
@@ -53,11 +46,11 @@ def compare(a: Sequence[Row], b: Sequence[Row]) -> Comparison:
     return Comparison(changed, pairs, only_a, only_b)
 
 
-def ratio(a: Row, b: Row, metric: str) -> float | None:
+def ratio(a: PointResult, b: PointResult, metric: str) -> float | None:
     """B/A of one metric; None unless both points are ok and measured it."""
-    if a.get("status") != "ok" or b.get("status") != "ok":
+    if not a.ok or not b.ok:
         return None
-    num, den = b["metrics"].get(metric), a["metrics"].get(metric)
+    num, den = b.metrics.get(metric), a.metrics.get(metric)
     return num / den if num is not None and den else None
 
 
@@ -69,18 +62,18 @@ def _geomean(values: list[float]) -> float | None:
 def compare_report(a: Sweep, b: Sweep) -> str:
     comp = compare(a.rows, b.rows)
     names = labels(series_key(r, comp.changed) for r, _ in comp.pairs)
-    headers = ["config", "batch", "A output tok/s", "B output tok/s", *(f"{h} B/A" for h, _ in HEADLINE)]
-    body, columns = [], {m: [] for _, m in HEADLINE}
+    headers = ["config", "batch", "A output tok/s", "B output tok/s", *(f"{header(m)} B/A" for m in COMPARE_KEYS)]
+    body, columns = [], {m: [] for m in COMPARE_KEYS}
     for ra, rb in comp.pairs:
-        ratios = {m: ratio(ra, rb, m) for _, m in HEADLINE}
+        ratios = {m: ratio(ra, rb, m) for m in COMPARE_KEYS}
         for m, v in ratios.items():
             if v is not None:
                 columns[m].append(v)
-        tput = [fmt(r["metrics"].get("output_throughput") if r.get("status") == "ok" else None) for r in (ra, rb)]
+        tput = [fmt(r.metrics.get("output_throughput") if r.ok else None) for r in (ra, rb)]
         name = names[series_key(ra, comp.changed)]
-        body.append([name, str(ra["params"]["batch"]), *tput, *(fmt(ratios[m], 3) for _, m in HEADLINE)])
+        body.append([name, str(ra.batch), *tput, *(fmt(ratios[m], 3) for m in COMPARE_KEYS)])
     if body:
-        body.append(["geomean", "", "", "", *(fmt(_geomean(columns[m]), 3) for _, m in HEADLINE)])
+        body.append(["geomean", "", "", "", *(fmt(_geomean(columns[m]), 3) for m in COMPARE_KEYS)])
     changes = [f"- `{k}`: {va} → {vb}" for k, (va, vb) in comp.changed.items()] or ["- no setting differs"]
     parts = [
         f"# {b.sweep_id} (B) vs {a.sweep_id} (A)",

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
-from specexp.report.analysis import Row
-from specexp.report.series import batch
-from specexp.report.sweep import LEAD_COLUMNS
+from specexp.report.summary import LEAD_COLUMNS
+from specexp.result import PointResult
 from specexp.tracking import PARENT_ROLE
 
 LATEST = "latest"
@@ -31,7 +30,7 @@ class Sweep:
     sweep_id: str
     parent_id: str
     name: str
-    rows: list[Row]
+    rows: list[PointResult]
 
 
 def _search(mlflow: MlflowClient, exp_id: str, where: str, order_by: list[str] | None = None) -> list[Run]:
@@ -45,7 +44,7 @@ def _search(mlflow: MlflowClient, exp_id: str, where: str, order_by: list[str] |
             return runs
 
 
-def find_parent(mlflow: MlflowClient, exp_id: str, ref: str) -> Run:
+def find_sweep_parent(mlflow: MlflowClient, exp_id: str, ref: str) -> Run:
     """The parent run named by ``ref``: a sweep id, a run name, a run id, or "latest" (newest first
     when several match)."""
     if "'" in ref:
@@ -61,28 +60,24 @@ def find_parent(mlflow: MlflowClient, exp_id: str, ref: str) -> Run:
     raise SweepNotFound(f"no sweep matches {ref!r} (tried sweep id, run name and run id)")
 
 
-def _row(run: Run) -> Row:
+def point_of(run: Run) -> PointResult:
     status = run.data.tags.get("specexp.status") or ("ok" if run.info.status == "FINISHED" else "failed")
-    return {
-        "status": status,
-        "params": dict(run.data.params),
-        "metrics": dict(run.data.metrics),
-        "run_id": run.info.run_id,
-        "job_dir": None,
-    }
+    return PointResult.from_params(
+        status, dict(run.data.params), metrics=dict(run.data.metrics), tags=dict(run.data.tags), run_id=run.info.run_id
+    )
 
 
-def _order(row: Row) -> tuple:
-    return (*(str(row["params"].get(k, "")) for k in LEAD_COLUMNS if k != "batch"), batch(row))
+def _order(row: PointResult) -> tuple:
+    return (*(str(row.params.get(k, "")) for k in LEAD_COLUMNS if k != "batch"), row.batch)
 
 
-def load(mlflow: MlflowClient, experiment: str, ref: str) -> Sweep:
+def fetch_sweep(mlflow: MlflowClient, experiment: str, ref: str) -> Sweep:
     """The sweep's points, ordered by configuration then batch; points without a batch are skipped."""
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is None:
         raise SweepNotFound(f"no experiment {experiment!r} in this tracking store")
-    parent = find_parent(mlflow, exp.experiment_id, ref)
+    parent = find_sweep_parent(mlflow, exp.experiment_id, ref)
     sweep_id = parent.data.tags.get("specexp.sweep_id", "")
     runs = _search(mlflow, exp.experiment_id, f"tags.`specexp.sweep_id` = '{sweep_id}'")
-    rows = [_row(r) for r in runs if r.info.run_id != parent.info.run_id and "batch" in r.data.params]
+    rows = [point_of(r) for r in runs if r.info.run_id != parent.info.run_id and "batch" in r.data.params]
     return Sweep(sweep_id, parent.info.run_id, parent.info.run_name, sorted(rows, key=_order))

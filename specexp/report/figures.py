@@ -9,8 +9,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from specexp.report.analysis import Row
-from specexp.report.series import batch, group
+from specexp.report.series import group
+from specexp.result import PointResult
 
 _POSITION = re.compile(r"accept_rate_pos_(\d+)$")
 
@@ -42,30 +42,30 @@ def _errors(halves: list[float | None]) -> list[float] | None:
     return None if all(h is None for h in halves) else [h or 0.0 for h in halves]
 
 
-def _vs_batch(series: dict[str, list[Row]], metric: str, suffix: str = "", dashed: bool = False) -> list[Line]:
+def _vs_batch(series: dict[str, list[PointResult]], metric: str, suffix: str = "", dashed: bool = False) -> list[Line]:
     lines = []
     for name, rows in series.items():
-        have = [r for r in rows if r["metrics"].get(metric) is not None]
+        have = [r for r in rows if r.metrics.get(metric) is not None]
         if have:
-            y = [r["metrics"][metric] for r in have]
-            err = _errors([r["metrics"].get(f"{metric}_ci95") for r in have])
-            lines.append(Line(name + suffix, [batch(r) for r in have], y, err, dashed, name))
+            y = [r.metrics[metric] for r in have]
+            err = _errors([r.metrics.get(f"{metric}_ci95") for r in have])
+            lines.append(Line(name + suffix, [float(r.batch) for r in have], y, err, dashed, name))
     return lines
 
 
-def _per_position(series: dict[str, list[Row]]) -> list[Line]:
+def _per_position(series: dict[str, list[PointResult]]) -> list[Line]:
     lines = []
     for name, rows in series.items():
         for row in rows:
-            keys = sorted((int(m[1]), m[0]) for k in row["metrics"] if (m := _POSITION.match(k)))
+            keys = sorted((int(m[1]), m[0]) for k in row.metrics if (m := _POSITION.match(k)))
             if keys:
-                y = [row["metrics"][k] for _, k in keys]
-                err = _errors([row["metrics"].get(f"{k}_ci95") for _, k in keys])
-                lines.append(Line(f"{name} b={batch(row):g}", [float(i) for i, _ in keys], y, err))
+                y = [row.metrics[k] for _, k in keys]
+                err = _errors([row.metrics.get(f"{k}_ci95") for _, k in keys])
+                lines.append(Line(f"{name} b={row.batch}", [float(i) for i, _ in keys], y, err))
     return lines
 
 
-def _latency(series: dict[str, list[Row]], metric: str) -> list[Line]:
+def _latency(series: dict[str, list[PointResult]], metric: str) -> list[Line]:
     return _vs_batch(series, f"{metric}_p50", " p50") + _vs_batch(series, f"{metric}_p99", " p99", dashed=True)
 
 
@@ -76,7 +76,7 @@ def _mark(key: str, crossovers: dict[str, float]) -> str:
     return label + (f" (95% CI {lo:.1f}-{hi:.1f})" if lo is not None and hi is not None else "")
 
 
-def figures(rows: Sequence[Row], crossovers: dict[str, float]) -> list[Figure]:
+def figures(rows: Sequence[PointResult], crossovers: dict[str, float]) -> list[Figure]:
     """Every figure that has data; failed points are left out."""
     series = group(rows)
     marks = {_mark(k, crossovers): v for k, v in crossovers.items() if not k.endswith(("_lo", "_hi"))}

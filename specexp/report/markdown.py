@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from specexp.console import POINT_COLUMNS, fmt
-from specexp.report.analysis import Row
+from specexp.console import fmt
+from specexp.metrics.registry import TABLE_KEYS, digits, header
 from specexp.report.series import labels, series_key
-from specexp.report.sweep import summary_rows
+from specexp.report.summary import summary_rows
+from specexp.result import PointResult
 
 
 def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
@@ -18,21 +19,21 @@ def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     return "\n".join("| " + " | ".join(str(c).replace("|", "\\|") for c in line) + " |" for line in lines)
 
 
-def points_table(rows: Sequence[Row]) -> str:
+def points_markdown(rows: Sequence[PointResult]) -> str:
     """config × batch → throughput, single-stream speed, speedup, acceptance, latency, status;
     ``± ci95`` where the point was repeated."""
     names = labels(series_key(r) for r in rows)
-    headers = ["config", "batch", *(h for h, _, _ in POINT_COLUMNS), "status"]
+    headers = ["config", "batch", *(header(k) for k in TABLE_KEYS), "status"]
     body = []
     for row, flat in zip(rows, summary_rows(list(rows)), strict=True):
-        cells = [fmt(flat.get(key), digits, flat.get(f"{key}_ci95")) for _, key, digits in POINT_COLUMNS]
+        cells = [fmt(flat.get(key), digits(key), flat.get(f"{key}_ci95")) for key in TABLE_KEYS]
         body.append([names[series_key(row)], str(flat["batch"]), *cells, str(flat["status"])])
     return table(headers, body)
 
 
-def sweep_report(title: str, rows: Sequence[Row], verdicts: Sequence[str], plots: Sequence[Path]) -> str:
-    failed = sum(r.get("status") != "ok" for r in rows)
-    parts = [f"# {title}", f"{len(rows)} points, {failed} failed", points_table(rows)]
+def sweep_report(title: str, rows: Sequence[PointResult], verdicts: Sequence[str], plots: Sequence[Path]) -> str:
+    failed = sum(not r.ok for r in rows)
+    parts = [f"# {title}", f"{len(rows)} points, {failed} failed", points_markdown(rows)]
     if verdicts:
         parts.append("\n".join(f"- {line}" for line in verdicts))
     images = [p.name for p in plots if p.suffix == ".png"]

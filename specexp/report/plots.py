@@ -10,8 +10,8 @@ from pathlib import Path
 import plotly.graph_objects as go
 from matplotlib.figure import Figure as MplFigure
 
-from specexp.report.analysis import Row
 from specexp.report.figures import Figure, Line, figures
+from specexp.result import PointResult
 
 _TAB10 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
@@ -96,7 +96,7 @@ def _html(specs: Sequence[Figure], path: Path) -> None:
     )
 
 
-def make_plots(rows: Sequence[Row], crossovers: dict[str, float], out_dir: Path) -> list[Path]:
+def make_plots(rows: Sequence[PointResult], crossovers: dict[str, float], out_dir: Path) -> list[Path]:
     """Write ``<figure>.png`` for each figure with data and ``plots.html`` with all of them; returns the paths.
 
     ``rows`` should already carry ``speedup`` where paired (analysis.pair_speedups) for the speedup figure.

@@ -8,25 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from specexp.report.analysis import Row, identity
+from specexp.report.analysis import identity
+from specexp.result import PointResult
 
 Settings = tuple[tuple[str, str], ...]
 _HEAD = ("engine.name", "drafter.name")
 
 
-def settings(row: Row, drop: Iterable[str] = ()) -> Settings:
+def settings(row: PointResult, drop: Iterable[str] = ()) -> Settings:
     """Every setting that makes the point a different experiment (drafter included), minus ``drop``."""
     drop = tuple(drop)
-    drafter = tuple((k, str(v)) for k, v in row["params"].items() if k.startswith("drafter.") and k not in drop)
+    drafter = tuple((k, str(v)) for k, v in row.params.items() if k.startswith("drafter.") and k not in drop)
     return tuple(sorted(identity(row, drop) + drafter))
 
 
-def series_key(row: Row, drop: Iterable[str] = ()) -> Settings:
+def series_key(row: PointResult, drop: Iterable[str] = ()) -> Settings:
     return settings(row, ("batch", *drop))
-
-
-def batch(row: Row) -> float:
-    return float(row["params"]["batch"])
 
 
 def labels(keys: Iterable[Settings]) -> dict[Settings, str]:
@@ -54,11 +51,11 @@ def labels(keys: Iterable[Settings]) -> dict[Settings, str]:
     return out
 
 
-def group(rows: Sequence[Row]) -> dict[str, list[Row]]:
+def group(rows: Sequence[PointResult]) -> dict[str, list[PointResult]]:
     """The ok points by series label, each series sorted by batch."""
-    ok = [r for r in rows if r.get("status") == "ok"]
+    ok = [r for r in rows if r.ok]
     names = labels(series_key(r) for r in ok)
-    out: dict[str, list[Row]] = {}
-    for row in sorted(ok, key=batch):
+    out: dict[str, list[PointResult]] = {}
+    for row in sorted(ok, key=lambda r: r.batch):
         out.setdefault(names[series_key(row)], []).append(row)
     return out

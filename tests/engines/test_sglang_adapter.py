@@ -24,8 +24,7 @@ from specexp.config import (
     TrackingConfig,
     WorkloadConfig,
 )
-from specexp.engines import sglang
-from specexp.engines.sglang import SglangEngine, SglangEngineConfig
+from specexp.engines.sglang import SglangEngine, SglangEngineConfig, adapter, argcheck, versions
 from tests.conftest import needs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,8 +82,8 @@ def installed(monkeypatch: pytest.MonkeyPatch):
     """Pretend engine.python has a given SGLang, without running the probe."""
 
     def use(version: str | None, readers: tuple[str, ...] = ()) -> None:
-        found = sglang.Installed(version, readers) if version else None
-        monkeypatch.setattr(sglang, "probe", lambda python: found)
+        found = versions.Installed(version, readers) if version else None
+        monkeypatch.setattr(adapter, "probe", lambda python: found)
 
     return use
 
@@ -156,7 +155,7 @@ def test_no_speculation_flags_without_a_drafter(installed):
 
 def test_method_mapping(installed):
     installed("0.5.23")
-    for method, algorithm in sglang.ALGORITHMS.items():
+    for method, algorithm in adapter.ALGORITHMS.items():
         argv = ENGINE.command(make_config(drafter=eagle3(method=method)), PORT).argv
         assert flag(argv, "--speculative-algorithm") == algorithm
         assert ("--speculative-draft-model-path" in argv) == (method not in ("mtp", "ngram"))
@@ -206,7 +205,7 @@ def test_ignored_decode_steps_are_tagged_and_noted(installed):
     installed("0.5.23")
     cfg = make_config(decode=4)
     assert ENGINE.tags(cfg)["specexp.decode_steps_ignored"] == "true"
-    assert any("decode=4" in n for n in ENGINE.notes(cfg, sglang.probe(())))
+    assert any("decode=4" in n for n in ENGINE.notes(cfg, versions.probe(())))
     assert "specexp.decode_steps_ignored" not in ENGINE.tags(make_config(decode=1))
 
 
@@ -218,7 +217,7 @@ def test_honoured_decode_steps_are_not_tagged(installed):
 def test_topk1_rewrite_of_draft_tokens_is_noted(installed):
     installed("0.5.23")
     cfg = make_config(drafter=eagle3(steps=3, topk=1, tokens=3))
-    notes = ENGINE.notes(cfg, sglang.probe(()))
+    notes = ENGINE.notes(cfg, versions.probe(()))
     assert any("num_draft_tokens=3 becomes 4" in n for n in notes)
     assert flag(ENGINE.command(cfg, PORT).argv, "--speculative-num-draft-tokens") == "4"
 
@@ -237,7 +236,7 @@ def test_topk1_rewrite_of_draft_tokens_is_noted(installed):
 )
 def test_env_overwrites_by_version(version, extra, expected):
     env = {"NCCL_CUMEM_ENABLE": "1", "NCCL_NVLS_ENABLE": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
-    got = sglang.overwritten_env(sglang.release(version), env, extra)
+    got = versions.overwritten_env(versions.release(version), env, extra)
     assert got == {k: v for k, v in expected.items() if env[k] != v}
 
 
@@ -267,8 +266,8 @@ def test_preflight_without_sglang_is_one_clear_error(installed):
 
 
 def test_probe_without_sglang_returns_none():
-    assert sglang.probe((sys.executable,)) is None
-    assert sglang.probe(("/nonexistent/python",)) is None
+    assert versions.probe((sys.executable,)) is None
+    assert versions.probe(("/nonexistent/python",)) is None
 
 
 # --- SGLang's own parser (light venv) -----------------------------------------------------------
@@ -307,7 +306,7 @@ def matrix() -> list[Config]:
 @needs_sglang
 def test_sglang_parser_accepts_every_generated_argv():
     argvs = [list(argv) for argv in dict.fromkeys(tuple(ENGINE.server_args(cfg, PORT)) for cfg in matrix())]
-    verdicts = sglang.check_argv([str(LIGHT_PYTHON)], argvs)
+    verdicts = argcheck.check_argv([str(LIGHT_PYTHON)], argvs)
     rejected = [(argv, v) for argv, v in zip(argvs, verdicts, strict=True) if v is not None]
     assert not rejected, rejected[:3]
     assert len(argvs) > 150
@@ -317,7 +316,7 @@ def test_sglang_parser_accepts_every_generated_argv():
 @needs_sglang
 def test_sglang_parser_rejects_what_sglang_does():
     base = ENGINE.server_args(make_config(python=str(LIGHT_PYTHON)), PORT)
-    verdicts = sglang.check_argv(
+    verdicts = argcheck.check_argv(
         [str(LIGHT_PYTHON)],
         [
             [*base, "--speculative-algorithm", "BOGUS"],
@@ -333,9 +332,9 @@ def test_sglang_parser_rejects_what_sglang_does():
 @pytest.mark.sglang
 @needs_sglang
 def test_probe_and_preflight_against_the_light_venv():
-    sglang.probe.cache_clear()
+    versions.probe.cache_clear()
     cfg = make_config(drafter=preset("drafter", "ttt5", DrafterConfig), decode=4, python=str(LIGHT_PYTHON))
-    assert ENGINE.installed_version(cfg) == sglang.PINNED_VERSION
+    assert ENGINE.installed_version(cfg) == versions.PINNED_VERSION
     assert ENGINE.installed(cfg).decode_steps_readers == ()
     notes = ENGINE.preflight(cfg, ENGINE.command(cfg, PORT))
     assert any("--num-continuous-decode-steps" in n for n in notes)

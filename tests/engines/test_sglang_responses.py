@@ -13,7 +13,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from specexp.engines.sglang import SglangEngine
-from specexp.load.records import RequestRecord
+from specexp.metrics.acceptance import acceptance_metrics
+from specexp.records import RequestRecord
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sglang"
 ENGINE = SglangEngine()
@@ -43,7 +44,7 @@ def test_observe_keeps_spec_fields_from_the_sglext_chunk():
 
 
 def test_acceptance_sums_over_measured_requests():
-    out = ENGINE.acceptance(None, None, streamed() + streamed(warmup=True))
+    out = acceptance_metrics(ENGINE.acceptance(None, None, streamed() + streamed(warmup=True)))
     assert out["spec_verify_steps"] == 19 + 25
     assert out["accept_length"] == pytest.approx(128 / 44)
     assert (out["spec_accepted_tokens"], out["spec_draft_tokens"]) == (44 + 38, 57 + 75)
@@ -54,7 +55,7 @@ def test_failed_and_plain_requests_do_not_count():
     records = streamed()
     records[1].error = "timeout"
     records.append(RequestRecord(index=9, send=0.0, completion_tokens=64))
-    assert ENGINE.acceptance(None, None, records)["accept_length"] == pytest.approx(64 / 19)
+    assert acceptance_metrics(ENGINE.acceptance(None, None, records))["accept_length"] == pytest.approx(64 / 19)
 
 
 def test_counter_fallback_from_metrics_deltas():
@@ -62,13 +63,13 @@ def test_counter_fallback_from_metrics_deltas():
     records = streamed()
     for r in records:
         r.extra.clear()
-    out = ENGINE.acceptance(*(metrics(m[k]) for k in ("before", "after")), records)
+    out = acceptance_metrics(ENGINE.acceptance(*(metrics(m[k]) for k in ("before", "after")), records))
     assert out == {"spec_verify_steps": 160.0, "accept_length": pytest.approx(512 / 160)}
 
 
 def test_no_acceptance_without_fields_or_counters():
-    assert ENGINE.acceptance(None, None, [RequestRecord(index=0, send=0.0, completion_tokens=8)]) == {}
-    assert ENGINE.acceptance({}, {}, []) == {}
+    assert ENGINE.acceptance(None, None, [RequestRecord(index=0, send=0.0, completion_tokens=8)]) is None
+    assert ENGINE.acceptance({}, {}, []) is None
 
 
 def respond(body: Any) -> Any:

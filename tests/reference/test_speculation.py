@@ -12,7 +12,8 @@ import aiohttp
 import pytest
 from tokenizers import Tokenizer
 
-from specexp.engines.counters import acceptance, delta
+from specexp.engines.counters import acceptance_counts, delta
+from specexp.metrics.acceptance import acceptance_metrics
 from specexp.models.tiny import TinyPaths
 from tests.reference.client import PROMPTS, K, assert_same_distribution, complete, run, scrape, stream
 from tests.reference.conftest import LiveServer
@@ -52,7 +53,7 @@ def windowed(
         before = await scrape(http, server.url)
         result = await work(http)
         after = await scrape(http, server.url)
-        return result, delta(before, after), acceptance(before, after)
+        return result, delta(before, after), acceptance_metrics(acceptance_counts(before, after))
 
     return run(go)
 

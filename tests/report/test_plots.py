@@ -11,11 +11,14 @@ import pytest
 from specexp.report.analysis import crossovers, pair_speedups
 from specexp.report.figures import figures
 from specexp.report.plots import make_plots
+from specexp.result import PointResult
 
 SPEEDUPS = {1: 2.0, 2: 1.5, 4: 1.2, 8: 0.8, 16: 0.5}
 
 
-def row(drafter: str, batch: int, tput: float, engine: str = "torch", steps: int = 4, status: str = "ok") -> dict:
+def row(
+    drafter: str, batch: int, tput: float, engine: str = "torch", steps: int = 4, status: str = "ok"
+) -> PointResult:
     metrics = {
         "output_throughput": tput,
         "output_throughput_ci95": 0.05 * tput,
@@ -30,17 +33,17 @@ def row(drafter: str, batch: int, tput: float, engine: str = "torch", steps: int
         metrics |= {f"accept_rate_pos_{i}": 0.9 ** (i + 1) for i in range(steps)}
     params = {"engine.name": engine, "model.name": "tiny", "drafter.name": drafter, "batch": batch, "sweep_id": "s"}
     params["drafter.num_steps"] = 0 if drafter == "none" else steps
-    return {"status": status, "params": params, "metrics": metrics}
+    return PointResult.from_params(status, params, metrics=metrics)
 
 
-def paired(rows: list[dict]) -> tuple[list[dict], dict[str, float]]:
+def paired(rows: list[PointResult]) -> tuple[list[PointResult], dict[str, float]]:
     speedups = pair_speedups(rows)
     for i, ratios in speedups.items():
-        rows[i]["metrics"] |= ratios
+        rows[i].metrics |= ratios
     return rows, crossovers(rows, speedups)
 
 
-def sweep() -> tuple[list[dict], dict[str, float]]:
+def sweep() -> tuple[list[PointResult], dict[str, float]]:
     rows = [row("none", b, 100.0 * b) for b in SPEEDUPS]
     rows += [row("tiny", b, 100.0 * b * s) for b, s in SPEEDUPS.items()]
     rows.append(row("tiny", 32, 1.0, engine="vllm", status="failed"))
@@ -84,7 +87,7 @@ def test_speedup_figure_marks_the_crossover_and_parity() -> None:
 def test_figures_without_data_are_skipped(tmp_path: Path) -> None:
     rows = [row("none", b, 100.0 * b) for b in (1, 2)]
     for r in rows:
-        del r["metrics"]["ttft_ms_p50"], r["metrics"]["ttft_ms_p99"]
+        del r.metrics["ttft_ms_p50"], r.metrics["ttft_ms_p99"]
     names = {p.name for p in make_plots(rows, {}, tmp_path)}
     assert "speedup.png" not in names and "accept_rate_pos.png" not in names and "ttft.png" not in names
     assert "output_throughput.png" in names

@@ -107,8 +107,8 @@ def test_compare_two_sweeps_point_by_point(store: dict, tmp_path: Path, capsys) 
     assert tiny4["output tok/s B/A"] == "1.100"
     assert tiny4["stream tok/s B/A"] == "1.100"
     assert tiny4["accept len B/A"] == "1.000"
-    assert tiny4["TTFT p50 B/A"] == "0.909"
-    assert tiny4["TPOT p50 B/A"] == "0.909"
+    assert tiny4["TTFT p50 ms B/A"] == "0.909"
+    assert tiny4["TPOT p50 ms B/A"] == "0.909"
     assert table[("torch/tiny", "16")]["output tok/s B/A"] == "-"  # failed in B
     assert table[("geomean", "")]["output tok/s B/A"] == "1.100"
     assert (tmp_path / "compare.md").exists()

@@ -3,12 +3,13 @@
 import pytest
 
 from specexp.report.analysis import crossover, crossovers, pair_speedups
+from specexp.result import PointResult
 
 
-def row(drafter: str, batch: int, tput: float, engine: str = "torch", decode: float = 10.0) -> dict:
-    return {
-        "status": "ok",
-        "params": {
+def row(drafter: str, batch: int, tput: float, engine: str = "torch", decode: float = 10.0) -> PointResult:
+    return PointResult.from_params(
+        "ok",
+        {
             "engine.name": engine,
             "drafter.name": drafter,
             "drafter.num_steps": 0 if drafter == "none" else 4,
@@ -16,14 +17,14 @@ def row(drafter: str, batch: int, tput: float, engine: str = "torch", decode: fl
             "sweep_id": "s",
             "max_batch": 16,
         },
-        "metrics": {"output_throughput": tput, "decode_speed_mean": decode},
-    }
+        metrics={"output_throughput": tput, "decode_speed_mean": decode},
+    )
 
 
 SPEEDUPS = {1: 2.0, 2: 1.5, 4: 1.2, 8: 0.8, 16: 0.5}
 
 
-def sweep(engine: str = "torch") -> list[dict]:
+def sweep(engine: str = "torch") -> list[PointResult]:
     rows = [row("none", b, 100.0 * b, engine) for b in SPEEDUPS]
     rows += [row("tiny", b, 100.0 * b * s, engine, decode=20.0) for b, s in SPEEDUPS.items()]
     return rows
@@ -51,7 +52,7 @@ def test_no_crossover_when_always_or_never_winning() -> None:
 
 def test_failed_baseline_gives_no_speedup() -> None:
     rows = sweep()
-    rows[0]["status"] = "failed"
+    rows[0].status = "failed"
     assert 5 not in pair_speedups(rows)
 
 
@@ -64,7 +65,7 @@ def test_two_engines_get_a_crossover_each() -> None:
 def test_repeats_give_speedup_intervals_and_crossover_bounds() -> None:
     rows = sweep()
     for r in rows:  # every mean known to +-5%
-        r["metrics"]["output_throughput_ci95"] = 0.05 * r["metrics"]["output_throughput"]
+        r.metrics["output_throughput_ci95"] = 0.05 * r.metrics["output_throughput"]
     speedups = pair_speedups(rows)
     # ratio of two means each +-5%: +-5% * sqrt(2) of the ratio, to first order
     assert speedups[5]["speedup_ci95"] == pytest.approx(2.0 * 0.05 * 2**0.5)
@@ -77,7 +78,7 @@ def test_repeats_give_speedup_intervals_and_crossover_bounds() -> None:
 
 
 def test_verdict_says_where_speculation_stops_paying_off() -> None:
-    from specexp.report.sweep import verdicts
+    from specexp.report.verdict import verdicts
 
     rows = sweep()
     speedups = pair_speedups(rows)

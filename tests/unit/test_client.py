@@ -1,7 +1,7 @@
 """Spreading a usage total over chunks that carried no token ids."""
 
 from specexp.load.client import fit_chunk_tokens
-from specexp.load.records import Chunk
+from specexp.records import Chunk
 
 
 def test_counts_follow_text_share_and_sum_exactly() -> None:

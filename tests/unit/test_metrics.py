@@ -2,8 +2,8 @@
 
 import pytest
 
-from specexp import metrics
-from specexp.load.records import Chunk, RequestRecord
+from specexp.metrics import requests, stats
+from specexp.records import Chunk, RequestRecord
 
 
 def records() -> list[RequestRecord]:
@@ -14,7 +14,7 @@ def records() -> list[RequestRecord]:
 
 
 def test_counts_and_throughput() -> None:
-    m = metrics.compute(records())
+    m = requests.compute(records())
     assert m["requests_ok"] == 2 and m["requests_failed"] == 1
     assert m["output_tokens"] == 7 and m["input_tokens"] == 20
     # window: first send 0.0 to the last end 0.5
@@ -24,7 +24,7 @@ def test_counts_and_throughput() -> None:
 
 
 def test_latencies() -> None:
-    m = metrics.compute(records())
+    m = requests.compute(records())
     assert m["ttft_ms_mean"] == pytest.approx(150.0)
     assert m["e2e_ms_mean"] == pytest.approx(400.0)
     assert m["tpot_ms_mean"] == pytest.approx((75.0 + 200.0) / 2)
@@ -34,7 +34,7 @@ def test_latencies() -> None:
 
 
 def test_itl_is_token_normalised_and_chunk_gap_is_raw() -> None:
-    m = metrics.compute(records())
+    m = requests.compute(records())
     # a 3-token chunk after 200 ms gives three samples of 66.7 ms
     assert m["itl_ms_mean"] == pytest.approx((3 * 200 / 3 + 100 + 200) / 5)
     assert m["chunk_gap_ms_mean"] == pytest.approx((200 + 100 + 200) / 3)
@@ -43,7 +43,7 @@ def test_itl_is_token_normalised_and_chunk_gap_is_raw() -> None:
 
 
 def test_percentiles_interpolate() -> None:
-    out = metrics.summarize("x", [1.0, 2.0, 3.0, 4.0])
+    out = requests.summarize("x", [1.0, 2.0, 3.0, 4.0])
     assert out == {"x_mean": 2.5, "x_p50": 2.5, "x_p90": pytest.approx(3.7), "x_p99": pytest.approx(3.97)}
 
 
@@ -53,13 +53,13 @@ def test_usage_count_wins_over_chunks() -> None:
 
 
 def test_all_failed_has_no_rates() -> None:
-    m = metrics.compute([RequestRecord(0, send=0.0, end=1.0, error="boom")])
+    m = requests.compute([RequestRecord(0, send=0.0, end=1.0, error="boom")])
     assert m["requests_ok"] == 0 and "output_throughput" in m and m["output_throughput"] == 0.0
     assert "ttft_ms_mean" not in m
 
 
 def test_repeats_aggregate_means_counts_and_intervals() -> None:
-    out = metrics.aggregate_repeats(
+    out = stats.aggregate_repeats(
         [{"output_throughput": 10.0, "requests_ok": 8}, {"output_throughput": 14.0, "requests_ok": 8}]
     )
     assert out["requests_ok"] == 16 and out["repeats"] == 2

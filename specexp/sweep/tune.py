@@ -13,8 +13,6 @@ from __future__ import annotations
 import csv
 import logging
 import time
-import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,34 +22,18 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from specexp import server, tracking
-from specexp.config import ConfigError
+from specexp import tracking
+from specexp.config import ConfigError, TuneConf
 from specexp.console import console
-from specexp.jobs import LaunchingSweeper, compose, job_rows, plan
-from specexp.report.sweep import SweepRecorder
-from specexp.tune.space import Clause, SearchSpace, parse_condition, split_sweeps
+from specexp.metrics.registry import lookup
+from specexp.result import PointResult
+from specexp.sweep.base import LaunchingSweeper, SweepRun
+from specexp.sweep.space import Clause, SearchSpace, parse_condition, split_sweeps
 
 log = logging.getLogger("specexp")
 
 MAX_ASKS_PER_TRIAL = 10
 SAMPLERS = ("tpe", "random", "grid", "bruteforce", "nsga2", "cmaes", "qmc", "gp")
-
-
-@dataclass
-class TuneConf:
-    """hydra.sweeper keys for ``mode: optuna``, named as hydra-optuna-sweeper names them."""
-
-    n_trials: int = 12  # the study's total: a rerun resumes up to it
-    timeout: float | None = None  # seconds for this invocation
-    storage: str | None = None  # None: sqlite:///<outputs>/optuna.db; or any SQLAlchemy URL, or journal:///path
-    study_name: str = "specexp"
-    direction: Any = "maximize"  # or a list, one per objective
-    objective: Any = "output_throughput"  # a METRICS.md key, or a list of them
-    constraints: list[str] = field(default_factory=list)  # e.g. ["ttft_ms_p99 <= 500"]
-    sampler: str = "tpe"
-    seed: int | None = 0
-    conditions: dict[str, str] = field(default_factory=dict)  # key -> "other.key > 1"
-    batches: list[int] | None = None  # measure each trial at these batch sizes (one objective per batch)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -113,9 +95,15 @@ class Tuner:
     def __init__(self, sweeper: LaunchingSweeper, conf: TuneConf, params: dict[str, str]) -> None:
         self.sweeper = sweeper
         self.config = sweeper.config
-        self.launcher = sweeper.launcher
         self.conf = conf
         self.objectives = [str(o) for o in _as_list(self.conf.objective)]
+        for name in self.objectives:
+            if lookup(name) is None:
+                raise ConfigError(
+                    "hydra.sweeper.objective",
+                    f"{name!r} is not a metric specexp records",
+                    "use a key of docs/METRICS.md, e.g. output_throughput or ttft_ms_p99",
+                )
         self.batches = [int(b) for b in self.conf.batches] if self.conf.batches else None
         if self.batches and len(self.objectives) > 1:
             raise ConfigError(
@@ -146,15 +134,12 @@ class Tuner:
         self.space = SearchSpace.parse({**self.params, **swept}, dict(self.conf.conditions))
         outputs = Path(str(self.config.outputs))
         url = self.conf.storage or f"sqlite:///{outputs / 'optuna.db'}"
-        first, _ = compose(self.sweeper, base)
+        first = self.sweeper.compose(base)
         if first.dry_run:
             console.print(f"search space: {self.space.distributions}\nconditions: {self.conf.conditions}")
             return None
-        try:  # the base config and the engine itself, once: a missing engine is no infeasible depth
-            plan(self.sweeper, [base], "check")
-        except ConfigError as exc:
-            console.print(f"[red]invalid configuration[/red]: {exc}")
-            raise SystemExit(2) from None
+        # the base config and the engine itself, once: a missing engine is no infeasible depth
+        self.sweeper.checked_plan([base], "check")
         study = optuna.create_study(
             storage=storage_for(url),
             study_name=self.conf.study_name,
@@ -163,27 +148,15 @@ class Tuner:
             load_if_exists=True,
         )
         study.set_metric_names(self.objective_names())
-        sweep_dir = Path(self.config.hydra.sweep.dir)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        sweep_id = f"{sweep_dir.name}-{uuid.uuid4().hex[:6]}"
-        recorder = SweepRecorder.start(first, sweep_id, sweep_dir, self.conf.n_trials)
-        rows: list[dict[str, Any]] = []
+        run = self.sweeper.new_run()
+        run.summarize = lambda: self._summarize(study, run.sweep_dir, url)
         deadline = time.monotonic() + self.conf.timeout if self.conf.timeout else None
-        job_idx = 0
-        interrupted = True
-        try:
+
+        def body(run: SweepRun) -> None:
             while not self._done(study, deadline):
-                job_idx = self._trial(study, base, sweep_id, job_idx, rows)
-            interrupted = False
-        finally:
-            server.stop()
-            summary = self._summarize(study, sweep_dir, url)
-            recorder.finish(
-                rows,
-                interrupted=interrupted,
-                extra_metrics=summary,
-                extra_files=[sweep_dir / "trials.csv", sweep_dir / "best.csv"],
-            )
+                self._trial(study, base, run)
+
+        self.sweeper.record(run, first, self.conf.n_trials, body)
         return study
 
     def _done(self, study: optuna.Study, deadline: float | None) -> bool:
@@ -196,39 +169,33 @@ class Tuner:
             return True
         return self.exhausted
 
-    def _trial(
-        self, study: optuna.Study, base: list[str], sweep_id: str, job_idx: int, rows: list[dict[str, Any]]
-    ) -> int:
+    def _trial(self, study: optuna.Study, base: list[str], run: SweepRun) -> None:
         trial = study.ask()
         values = self.space.suggest(trial)
         overrides = [*base, *self.space.overrides(values)]
         jobs = [[*overrides, f"batch={b}"] for b in self.batches] if self.batches else [overrides]
         try:
-            jobs = plan(self.sweeper, jobs, sweep_id)
+            jobs = self.sweeper.plan(jobs, run.sweep_id)
         except ConfigError as exc:  # the engine would refuse it: never launched
             trial.set_user_attr("infeasible", str(exc))
             self._tell(study, trial, state=TrialState.PRUNED)
             console.print(f"trial {trial.number} {values}: infeasible, not launched ({exc})")
-            return job_idx
-        returns = self.launcher.launch(jobs, initial_job_idx=job_idx)
-        results = job_rows(returns)
-        rows += results
-        failed = [r for r in results if r.get("status") != "ok"]
-        metric_rows = [r["metrics"] for r in results]
+            return
+        results = self.sweeper.launch(run, jobs, len(run.results))
+        failed = [r for r in results if not r.ok]
         if self.batches:
-            scores = [m.get(self.objectives[0]) for m in metric_rows]
+            scores = [r.metrics.get(self.objectives[0]) for r in results]
         else:
-            scores = [metric_rows[0].get(o) for o in self.objectives]
+            scores = [results[0].metrics.get(o) for o in self.objectives]
         if failed or any(s is None for s in scores):
-            trial.set_user_attr("error", (failed[0].get("error") if failed else "objective missing") or "")
+            trial.set_user_attr("error", (failed[0].error if failed else "objective missing") or "")
             self._tell(study, trial, state=TrialState.FAIL)
             console.print(f"trial {trial.number} {values}: failed")
         else:
-            trial.set_user_attr("constraints", [violation(c, m) for m in metric_rows for c in self.constraints])
+            trial.set_user_attr("constraints", [violation(c, r.metrics) for r in results for c in self.constraints])
             self._tell(study, trial, values=scores)
             console.print(f"trial {trial.number} {values}: {dict(zip(self.objective_names(), scores, strict=True))}")
         self._tag_runs(results, trial.number, self.conf.study_name)
-        return job_idx + len(jobs)
 
     def _tell(self, study: optuna.Study, trial: optuna.Trial, **result: Any) -> None:
         """study.tell; grid and brute-force samplers end the study by calling ``study.stop()``, which
@@ -240,20 +207,20 @@ class Tuner:
                 raise
             self.exhausted = True
 
-    def _tag_runs(self, results: list[dict[str, Any]], number: int, study_name: str) -> None:
+    def _tag_runs(self, results: list[PointResult], number: int, study_name: str) -> None:
         if not self.config.tracking.enabled:
             return
         try:
             mlflow = tracking.client(self.config.tracking)
             for r in results:
-                if r.get("run_id"):
+                if r.run_id:
                     tracking.log_values(
-                        mlflow, r["run_id"], tags={"optuna.trial": str(number), "optuna.study": study_name}
+                        mlflow, r.run_id, tags={"optuna.trial": str(number), "optuna.study": study_name}
                     )
         except Exception:
             log.exception("could not tag the trial's MLflow runs")
 
-    def _summarize(self, study: optuna.Study, sweep_dir: Path, url: str) -> dict[str, float]:
+    def _summarize(self, study: optuna.Study, sweep_dir: Path, url: str) -> tuple[dict[str, float], list[Path]]:
         """trials.csv, best.csv (the best trial per objective: the schedule) and parent metrics."""
         trials = study.get_trials(deepcopy=False)
         names = self.objective_names()
@@ -297,7 +264,7 @@ class Tuner:
             f"study {self.conf.study_name!r} in {url}: {len(done)} feasible complete trial(s); "
             f"best per objective in {sweep_dir / 'best.csv'}"
         )
-        return out
+        return out, [sweep_dir / "trials.csv", sweep_dir / "best.csv"]
 
     def _importances(self, study: optuna.Study, index: int, name: str) -> dict[str, float]:
         try:

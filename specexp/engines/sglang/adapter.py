@@ -1,33 +1,8 @@
-"""SGLang adapter: argv, environment, offline argv check and acceptance for ``sglang.launch_server``.
-
-SGLang lives in its own environment (``engine.python``); specexp never imports it. Facts that change
-across versions are read from the installed package by a small probe run in that interpreter, and
-each rule below names the SGLang version and file it comes from (wheels 0.3.5 … 0.5.23 were read).
-
-Per-request acceptance, by version:
-- >= 0.5.19: ``/v1/completions`` with ``return_spec_tokens_details: true`` streams one extra chunk,
-  ``{"choices": [], "sglext": {"spec_tokens_details": {...}}}``, before the usage chunk
-  (srt/entrypoints/openai/serving_completions.py, protocol.py ``SpecTokensDetails``). specexp reads
-  ``spec_verify_ct``, ``spec_num_correct_drafts`` and ``spec_num_proposed_drafts`` from it: exact per
-  request, and only the measured requests count.
-- 0.5.13 - 0.5.18: no per-request fields on the OpenAI endpoints; the cumulative counters
-  ``sglang:generation_tokens_total`` and ``sglang:spec_verify_calls_total`` on ``/metrics`` (with
-  ``--enable-metrics``; srt/observability/metrics_collector.py) give the window's acceptance length
-  from deltas. They are incremented when a request finishes, so warm-up must finish before the
-  first scrape.
-- older: only native ``/generate`` ``meta_info`` carries them, which the streaming client does not
-  use; acceptance is then unavailable. ``/server_info``'s ``avg_spec_accept_length`` is a
-  server-lifetime average and is never used as a point's number.
-Acceptance length is SGLang's (and SpecForge's) Σcompletion_tokens / Σspec_verify_ct: the first
-token, from prefill, is counted in the numerator, so it reads slightly above tokens per verify step.
-"""
+"""SGLang adapter: the config schema, launch argv and environment, the offline argv check and acceptance."""
 
 from __future__ import annotations
 
-import functools
-import json
 import os
-import re
 import subprocess
 from dataclasses import dataclass
 from typing import Any
@@ -37,11 +12,23 @@ import aiohttp
 from specexp.config import Config, ConfigError, EngineConfig
 from specexp.engines import counters
 from specexp.engines.base import Command, Engine
-from specexp.load.records import RequestRecord
+from specexp.engines.sglang import acceptance
+from specexp.engines.sglang.argcheck import check_argv
+from specexp.engines.sglang.versions import (
+    PINNED_VERSION,
+    Installed,
+    Release,
+    acceptance_source,
+    cuda_graph_flag,
+    overlap_scheduled,
+    overwritten_env,
+    probe,
+    release,
+)
+from specexp.metrics.acceptance import AcceptanceCounts
+from specexp.records import RequestRecord
 
 LAUNCH_MODULE = "sglang.launch_server"
-# The version scripts/install_sglang_light.sh installs; rules for an unknown install assume it.
-PINNED_VERSION = "0.5.23"
 INSTALL_HINT = (
     "bash scripts/install_sglang_light.sh (argv checks only) or install sglang on the GPU box, then set "
     "engine.python=<that venv>/bin/python"
@@ -90,175 +77,6 @@ MANAGED_FLAGS = frozenset(
         "--speculative-ngram-max-bfs-breadth",
     }
 )
-
-# Per-request fields of sglext.spec_tokens_details kept in RequestRecord.extra.
-SPEC_FIELDS = ("spec_verify_ct", "spec_num_correct_drafts", "spec_num_proposed_drafts", "spec_accept_length")
-# /metrics counters (names without "sglang:" and "_total") behind the counter fallback.
-GENERATION_TOKENS = "generation_tokens"
-VERIFY_CALLS = "spec_verify_calls"
-
-Release = tuple[int, int, int]
-
-
-def release(version: str) -> Release:
-    """(major, minor, patch) of a version string; post/dev/local suffixes do not move a rule."""
-    match = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
-    if match is None:
-        raise ValueError(f"not an SGLang version: {version!r}")
-    major, minor, patch = (int(part) for part in match.groups())
-    return major, minor, patch
-
-
-def cuda_graph_flag(rel: Release) -> str:
-    """The decode CUDA-graph batch limit flag.
-
-    ``--cuda-graph-max-bs-decode`` appeared in 0.5.14 (``--cuda-graph-max-bs`` became its deprecated
-    alias); 0.5.20 dropped the alias, and argparse then rejects ``--cuda-graph-max-bs`` as an
-    ambiguous prefix of the -decode/-prefill pair (srt/arg_groups/fields/exec_.py).
-    """
-    return "--cuda-graph-max-bs-decode" if rel >= (0, 5, 14) else "--cuda-graph-max-bs"
-
-
-def acceptance_source(rel: Release) -> str:
-    """Where acceptance comes from for this version (see the module docstring)."""
-    if rel >= (0, 5, 19):
-        return "sglext"
-    return "metrics" if rel >= (0, 5, 13) else "none"
-
-
-def overwritten_env(rel: Release, env: dict[str, str], args: list[str]) -> dict[str, str]:
-    """Variables of ``env`` that SGLang replaces at startup, with the value it sets.
-
-    srt/entrypoints/engine.py ``_set_envs_and_config``: before 0.5.5 NCCL_CUMEM_ENABLE and
-    NCCL_NVLS_ENABLE are always overwritten (0 unless --enable-symm-mem / --enable-nccl-nvls);
-    from 0.5.5 a value set by the user is kept unless one of those flags asks for 1.
-    CUDA_DEVICE_MAX_CONNECTIONS is always forced: 4 before 0.5.5, 8 since.
-    """
-    symm_mem = "--enable-symm-mem" in args
-    nvls = "--enable-nccl-nvls" in args or symm_mem
-    forced = {"CUDA_DEVICE_MAX_CONNECTIONS": "8" if rel >= (0, 5, 5) else "4"}
-    if rel < (0, 5, 5) or symm_mem:
-        forced["NCCL_CUMEM_ENABLE"] = str(int(symm_mem))
-    if rel < (0, 5, 5) or nvls:
-        forced["NCCL_NVLS_ENABLE"] = str(int(nvls))
-    return {key: value for key, value in forced.items() if key in env and env[key] != value}
-
-
-def overlap_scheduled(rel: Release, cfg: Config, env: dict[str, str]) -> bool:
-    """Whether the overlap scheduler runs.
-
-    Under speculation, 0.5.x before 0.5.13 turns it off unless SGLANG_ENABLE_SPEC_V2 is true
-    (srt/server_args.py; that variable exists from 0.5.5 and defaults to true from 0.5.13); 0.5.17
-    dropped it and always uses the v2 worker (srt/arg_groups/speculative_hook.py).
-    """
-    if cfg.engine.disable_overlap_schedule:
-        return False
-    if not cfg.drafter.speculative or rel >= (0, 5, 13):
-        return True
-    return rel >= (0, 5, 5) and env.get("SGLANG_ENABLE_SPEC_V2", "").lower() in ("1", "true")
-
-
-# Runs in engine.python, without importing sglang (no torch, a fraction of a second): the installed
-# version, and the files under sglang/srt that read --num-continuous-decode-steps other than where it
-# is declared. The multi-step decode loop left srt/managers/scheduler.py in 0.3.6 (0.3.5 reads it
-# there); from then to 0.5.23 the flag is declared and parsed, and read nowhere.
-_PROBE = r"""
-import importlib.metadata, importlib.util, json, pathlib
-declared = ("srt/server_args.py", "srt/arg_groups/field_order.py", "srt/arg_groups/fields/")
-try:
-    version = importlib.metadata.version("sglang")
-    spec = importlib.util.find_spec("sglang")
-except (importlib.metadata.PackageNotFoundError, ImportError):
-    version = spec = None
-readers = []
-if version and spec and spec.submodule_search_locations:
-    root = pathlib.Path(list(spec.submodule_search_locations)[0])
-    for path in sorted((root / "srt").rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        if not rel.startswith(declared) and "num_continuous_decode_steps" in path.read_text(errors="ignore"):
-            readers.append(rel)
-print(json.dumps({"version": version, "decode_steps_readers": readers}))
-"""
-
-# Runs in engine.python with sglang importable: SGLang's own parser over each argv (stdin: a JSON
-# list of argv lists), then what it validates without a GPU or the checkpoint. ServerArgs is built
-# only where construction does not resolve (resolve_once, 0.5.19+): before that __post_init__
-# loads the model config and queries the GPU. Algorithm names are checked against SGLang's registry
-# (0.5.13+ dropped argparse choices for it); NEXTN is an alias resolved before lookup.
-_CHECK = r"""
-import argparse, contextlib, io, json, sys
-from sglang.srt.server_args import ServerArgs
-
-parser = argparse.ArgumentParser(prog="sglang serve")
-ServerArgs.add_cli_args(parser)
-
-def check(argv):
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err):
-            args = parser.parse_args(argv)
-    except SystemExit:
-        lines = err.getvalue().strip().splitlines()
-        return lines[-1] if lines else "rejected by SGLang's argument parser"
-    try:
-        if hasattr(ServerArgs, "resolve_once"):
-            ServerArgs.from_cli_args(args)
-        algorithm = args.speculative_algorithm
-        if algorithm and algorithm.upper() != "NEXTN":
-            from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
-            SpeculativeAlgorithm.from_string(algorithm)
-    except (KeyError, ValueError, TypeError, AssertionError) as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None
-
-print("SPECEXP_CHECK " + json.dumps([check(argv) for argv in json.load(sys.stdin)]))
-"""
-
-
-@dataclass(frozen=True)
-class Installed:
-    """What the probe found in engine.python's environment."""
-
-    version: str
-    decode_steps_readers: tuple[str, ...]
-
-    @property
-    def release(self) -> Release:
-        return release(self.version)
-
-
-@functools.cache
-def probe(python: tuple[str, ...]) -> Installed | None:
-    """The SGLang installed for ``python`` (launcher prefix included); None when there is none."""
-    try:
-        out = subprocess.run([*python, "-c", _PROBE], capture_output=True, text=True, timeout=120, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0 or not out.stdout.strip():
-        return None
-    data = json.loads(out.stdout.strip().splitlines()[-1])
-    if data["version"] is None:
-        return None
-    return Installed(data["version"], tuple(data["decode_steps_readers"]))
-
-
-def check_argv(python: list[str], argvs: list[list[str]], env: dict[str, str] | None = None) -> list[str | None]:
-    """SGLang's verdict on each server argv (flags after ``-m sglang.launch_server``): None when
-    accepted, else SGLang's message. One interpreter start for all of them (the import takes seconds)."""
-    out = subprocess.run(
-        [*python, "-c", _CHECK],
-        input=json.dumps(argvs),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env=env,
-    )
-    lines = [line for line in out.stdout.splitlines() if line.startswith("SPECEXP_CHECK ")]
-    if out.returncode != 0 or not lines:
-        tail = (out.stderr or out.stdout).strip().splitlines()[-5:]
-        raise RuntimeError(f"SGLang's argument check could not run with {python}: " + " | ".join(tail))
-    return json.loads(lines[-1].removeprefix("SPECEXP_CHECK "))
 
 
 @dataclass
@@ -469,41 +287,21 @@ class SglangEngine(Engine):
         return {"return_spec_tokens_details": True} if cfg.drafter.speculative else {}
 
     def observe(self, event: dict[str, Any], record: RequestRecord) -> None:
-        # n=1 per request, so spec_tokens_details is one object (a list only for n>1).
-        details = (event.get("sglext") or {}).get("spec_tokens_details")
-        if isinstance(details, dict):
-            record.extra.update({key: details[key] for key in SPEC_FIELDS if key in details})
+        acceptance.observe(event, record)
 
     async def read_counters(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, float] | None:
         try:
             found = await counters.scrape(http, f"{base_url}{self.metrics_path}", "sglang:")
         except aiohttp.ClientResponseError:  # 404 without --enable-metrics
             return None
-        return {key: found[key] for key in (GENERATION_TOKENS, VERIFY_CALLS) if key in found}
+        wanted = (acceptance.GENERATION_TOKENS, acceptance.VERIFY_CALLS)
+        return {key: found[key] for key in wanted if key in found}
 
     def acceptance(
         self, before: dict[str, float] | None, after: dict[str, float] | None, records: list[RequestRecord]
-    ) -> dict[str, float]:
-        """Σcompletion_tokens / Σspec_verify_ct over the measured requests that report it, else the
-        same ratio from /metrics counter deltas; {} when neither exists (no speculation, old SGLang)."""
-        measured = [r for r in records if r.ok and not r.warmup and r.extra.get("spec_verify_ct")]
-        if measured:
-            steps = sum(r.extra["spec_verify_ct"] for r in measured)
-            out = {"spec_verify_steps": float(steps), "accept_length": sum(r.output_tokens for r in measured) / steps}
-            if all("spec_num_proposed_drafts" in r.extra for r in measured):
-                proposed = sum(r.extra["spec_num_proposed_drafts"] for r in measured)
-                accepted = sum(r.extra.get("spec_num_correct_drafts", 0) for r in measured)
-                out.update(spec_draft_tokens=float(proposed), spec_accepted_tokens=float(accepted))
-                if proposed:
-                    out["accept_rate"] = accepted / proposed
-            return out
-        if before is None or after is None:
-            return {}
-        d = counters.delta(before, after)
-        steps = d.get(VERIFY_CALLS, 0.0)
-        if steps <= 0:
-            return {}
-        return {"spec_verify_steps": steps, "accept_length": d.get(GENERATION_TOKENS, 0.0) / steps}
+    ) -> AcceptanceCounts | None:
+        """Per-request counts when the server streams them, else /metrics deltas; None for neither."""
+        return acceptance.per_request_counts(records) or acceptance.counter_counts(before, after)
 
     async def server_info(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, Any] | None:
         """/server_info (0.5.9+), else /get_server_info (deprecated since, still served in 0.5.23)."""

@@ -1,0 +1,259 @@
+"""Every metric specexp records, declared once: its key, how it is shown, how it combines, what it means.
+
+The console, the report, the sweep comparison, the tuner's objective check and docs/METRICS.md all
+read this table, so a metric's name, unit and meaning cannot drift between them. The keys are an
+interface (users query MLflow by them): add freely, never rename or redefine.
+
+A family with ``stats`` stands for one key per statistic (``ttft_ms_p99``); a key ending in ``_<i>``
+or ``.<name>`` is one member of a family declared with ``indexed`` or ``labelled``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Suffixes a sweep adds to a measured key: the 95% half-width and the standard deviation.
+INTERVAL_SUFFIXES = ("_ci95", "_std")
+LATENCY_STATS = ("mean", "p50", "p90", "p99")
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    header: str  # a short column header
+    unit: str  # "tok/s", "ms", "req/s", "s", "" (a ratio) or "count"
+    digits: int  # decimals shown
+    # How measurements of one point combine (repeats, windows): "sum" for counts, "mean" otherwise.
+    aggregate: str
+    higher_is_better: bool | None  # None: neither (a count, a setting)
+    definition: str
+    section: str  # the heading it is listed under in docs/METRICS.md
+    stats: tuple[str, ...] = ()  # one key per statistic: <key>_<stat>
+    indexed: bool = False  # one key per position: <key>_<i>
+    labelled: bool = False  # one key per label: <key>.<label>
+    level: str = "point"  # "point": every point's run; "sweep": the parent run
+
+    def names(self) -> tuple[str, ...]:
+        """The concrete keys of a plain or per-statistic metric (indexed and labelled ones: the stem)."""
+        return tuple(f"{self.key}_{s}" for s in self.stats) if self.stats else (self.key,)
+
+
+_T, _L, _S, _C, _W = "Throughput", "Latency", "Speculation", "Counts and provenance", "Sweep level"
+
+METRICS: tuple[Metric, ...] = (
+    Metric(
+        "output_throughput",
+        "output tok/s",
+        "tok/s",
+        1,
+        "mean",
+        True,
+        "Σ output tokens of successful measured requests / window seconds",
+        _T,
+    ),
+    Metric(
+        "request_throughput", "req/s", "req/s", 2, "mean", True, "successful measured requests / window seconds", _T
+    ),
+    Metric(
+        "total_throughput", "total tok/s", "tok/s", 1, "mean", True, "Σ (input + output) tokens / window seconds", _T
+    ),
+    Metric(
+        "decode_speed",
+        "stream tok/s",
+        "tok/s",
+        1,
+        "mean",
+        True,
+        "per request: (output tokens − 1) / (e2e − ttft), the single-stream tok/s a user of one stream sees; "
+        "then mean / median over requests",
+        _T,
+        stats=("mean", "p50"),
+    ),
+    Metric(
+        "ttft_ms", "TTFT", "ms", 1, "mean", False, "first chunk carrying output text − request send", _L, LATENCY_STATS
+    ),
+    Metric(
+        "tpot_ms", "TPOT", "ms", 2, "mean", False, "per request: (e2e − ttft) / (output tokens − 1)", _L, LATENCY_STATS
+    ),
+    Metric(
+        "itl_ms",
+        "ITL",
+        "ms",
+        2,
+        "mean",
+        False,
+        "token-normalised: each gap between consecutive chunks divided by the tokens in the later chunk, "
+        "counted once per token (a chunk of 3 tokens after 30 ms gives three 10 ms samples)",
+        _L,
+        LATENCY_STATS,
+    ),
+    Metric(
+        "chunk_gap_ms",
+        "chunk gap",
+        "ms",
+        2,
+        "mean",
+        False,
+        "the raw gap between consecutive chunks (what vLLM's and SGLang's tools call ITL)",
+        _L,
+        LATENCY_STATS,
+    ),
+    Metric("e2e_ms", "E2E", "ms", 1, "mean", False, "last chunk − request send", _L, LATENCY_STATS),
+    Metric(
+        "tokens_per_chunk_mean",
+        "tok/chunk",
+        "",
+        2,
+        "mean",
+        None,
+        "output tokens / chunks: the client-side view of tokens per engine step",
+        _L,
+    ),
+    Metric(
+        "accept_length",
+        "accept len",
+        "",
+        2,
+        "mean",
+        True,
+        "output tokens per target verify step, bonus token included; 1.0 without speculation",
+        _S,
+    ),
+    Metric(
+        "accept_rate",
+        "accept rate",
+        "",
+        2,
+        "mean",
+        True,
+        "accepted draft tokens / proposed draft tokens (absent without speculation)",
+        _S,
+    ),
+    Metric(
+        "accept_rate_pos",
+        "accept rate @i",
+        "",
+        2,
+        "mean",
+        True,
+        "accepted at draft position i / verify steps, i = 0 … k−1, where the engine reports it",
+        _S,
+        indexed=True,
+    ),
+    Metric("spec_verify_steps", "verify steps", "count", 0, "sum", None, "target verify steps in the window", _S),
+    Metric("spec_draft_tokens", "draft tokens", "count", 0, "sum", None, "draft tokens proposed in the window", _S),
+    Metric("spec_accepted_tokens", "accepted", "count", 0, "sum", None, "draft tokens accepted in the window", _S),
+    Metric("requests_ok", "ok", "count", 0, "sum", None, "measured requests that completed", _C),
+    Metric(
+        "requests_failed",
+        "failed",
+        "count",
+        0,
+        "sum",
+        None,
+        "measured requests that failed (any HTTP error, timeout, broken stream)",
+        _C,
+    ),
+    Metric("output_tokens", "output tokens", "count", 0, "sum", None, "Σ over successful measured requests", _C),
+    Metric("input_tokens", "input tokens", "count", 0, "sum", None, "Σ over successful measured requests", _C),
+    Metric(
+        "server_startup_s",
+        "startup s",
+        "s",
+        1,
+        "mean",
+        False,
+        "launch → ready, on the point that started the server (tag specexp.server_reused says whether it did)",
+        _C,
+    ),
+    Metric("repeats", "repeats", "count", 0, "mean", None, "measurements of this point (repeats > 1 only)", _C),
+    Metric(
+        "speedup",
+        "speedup",
+        "",
+        2,
+        "mean",
+        True,
+        "output_throughput / that of the baseline: the point of the same sweep that differs only in drafter=none",
+        _W,
+    ),
+    Metric(
+        "decode_speedup",
+        "stream speedup",
+        "",
+        2,
+        "mean",
+        True,
+        "decode_speed_mean / that of the baseline",
+        _W,
+    ),
+    Metric(
+        "crossover_batch",
+        "break-even batch",
+        "",
+        1,
+        "mean",
+        True,
+        "per drafter (parent run): the largest batch at which speculation still wins on output_throughput, "
+        "interpolated in log2(batch) between measured batches; absent when it always or never wins",
+        _W,
+        labelled=True,
+        level="sweep",
+    ),
+)
+
+BY_KEY = {m.key: m for m in METRICS}
+_INDEXED = re.compile(r"^(?P<stem>.+)_(?P<i>\d+)$")
+
+# The columns of every table of points (console, markdown) and of a sweep comparison, in order.
+TABLE_KEYS = (
+    "output_throughput",
+    "decode_speed_mean",
+    "speedup",
+    "accept_length",
+    "accept_rate",
+    "ttft_ms_p50",
+    "ttft_ms_p99",
+    "tpot_ms_p50",
+)
+COMPARE_KEYS = ("output_throughput", "decode_speed_mean", "accept_length", "ttft_ms_p50", "tpot_ms_p50")
+# The headline metrics a point reports with an interval when it is measured more than once.
+COUNT_KEYS = tuple(k for m in METRICS if m.aggregate == "sum" for k in m.names())
+
+
+def lookup(key: str) -> Metric | None:
+    """The metric behind a concrete key (``ttft_ms_p99``, ``accept_rate_pos_2``,
+    ``crossover_batch.tiny``, ``output_throughput_ci95``); None for a key specexp does not define."""
+    for suffix in INTERVAL_SUFFIXES:
+        key = key.removesuffix(suffix)
+    if key in BY_KEY and not BY_KEY[key].stats:
+        return BY_KEY[key]
+    stem, _, stat = key.rpartition("_")
+    if stem in BY_KEY and stat in BY_KEY[stem].stats:
+        return BY_KEY[stem]
+    match = _INDEXED.match(key)
+    if match and match["stem"] in BY_KEY and BY_KEY[match["stem"]].indexed:
+        return BY_KEY[match["stem"]]
+    stem = key.split(".", 1)[0]
+    if "." in key and stem in BY_KEY and BY_KEY[stem].labelled:
+        return BY_KEY[stem]
+    return None
+
+
+def header(key: str) -> str:
+    """A column header for a concrete key: the metric's header plus its statistic (``TTFT p99 ms``)."""
+    metric = lookup(key)
+    if metric is None:
+        return key
+    if not metric.stats:
+        return metric.header
+    stat = key.removeprefix(metric.key).lstrip("_")
+    if metric.unit not in ("ms", "s"):
+        return metric.header if stat == "mean" else f"{metric.header} {stat}"
+    return f"{metric.header} {stat} {metric.unit}"
+
+
+def digits(key: str) -> int:
+    metric = lookup(key)
+    return metric.digits if metric is not None else 2

@@ -1,0 +1,41 @@
+"""The table of a sweep's points: one flat row per point, as summary.csv and every table show it."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from specexp.result import PointResult
+
+# The settings a summary row leads with, before status and metrics.
+LEAD_COLUMNS = (
+    "engine.name",
+    "model.name",
+    "drafter.name",
+    "drafter.num_steps",
+    "drafter.topk",
+    "drafter.num_draft_tokens",
+    "decode",
+    "nccl.name",
+    "batch",
+)
+
+
+def summary_rows(results: Sequence[PointResult]) -> list[dict[str, Any]]:
+    """One flat dict per point: its lead settings, status, every metric, where to find it."""
+    rows = []
+    for r in results:
+        row = {k: r.params.get(k, "") for k in LEAD_COLUMNS}
+        row |= {"status": r.status, **r.metrics, "run_id": r.run_id, "job_dir": r.job_dir, "error": r.error}
+        rows.append(row)
+    return rows
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)

@@ -1,0 +1,37 @@
+"""The grid: Hydra's basic-sweeper expansion of ``params`` and command-line sweeps, run in server order."""
+
+from __future__ import annotations
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from specexp.sweep.base import LaunchingSweeper, SweepRun
+
+
+class SweepFailed(SystemExit):
+    """Raised after a grid sweep in which some point failed: the exit code says so."""
+
+
+def expand(sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[str]) -> list[list[str]]:
+    """Every job's overrides, as Hydra's basic sweeper would list them."""
+    texts = [f"{k}={v}" for k, v in params.items()] + list(arguments)
+    overrides = OverridesParser.create(config_loader=sweeper.hydra_context.config_loader).parse_overrides(texts)
+    return [job for chunk in BasicSweeper.split_arguments(overrides, None) for job in chunk]
+
+
+def run_grid(
+    sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[str], max_batch_size: int | None
+) -> SweepRun:
+    """Plan, launch in chunks of ``max_batch_size`` jobs, record; SweepFailed when a point failed."""
+    run = sweeper.new_run()
+    jobs = sweeper.checked_plan(expand(sweeper, params, arguments), run.sweep_id)
+    size = max_batch_size or len(jobs)
+
+    def body(run: SweepRun) -> None:
+        for start in range(0, len(jobs), size):
+            sweeper.launch(run, jobs[start : start + size], start)
+
+    sweeper.record(run, sweeper.compose(jobs[0]), len(jobs), body)
+    if any(r.status not in ("ok", "dry_run") for r in run.results):
+        raise SweepFailed(1)
+    return run

@@ -1,0 +1,50 @@
+"""Planning a sweep: every job composed and validated up front, ordered by server, sized to its server.
+
+Hydra varies the last override fastest, so ``batch=1,4 drafter=none,tiny`` alternates drafters and
+would relaunch the server for every job. Every job's config is composed and validated first (so
+bad input fails before any server starts), grouped by its server key in order of first appearance,
+and told the largest batch of its group (``max_batch``) so that one server admits them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from specexp.config import Config
+from specexp.point import describe, preflight
+
+
+@dataclass
+class Job:
+    overrides: list[str]
+    cfg: Config
+    group: str
+
+
+def group_key(cfg: Config, global_max: int) -> str:
+    """The server key with the capacity fixed, so jobs differing only in batch group together."""
+    return describe(replace(cfg, max_batch=max(global_max, cfg.batch))).key
+
+
+def order_by_server(jobs: Sequence[Job]) -> list[Job]:
+    """Jobs grouped by server in order of first appearance; the command line's order within a server."""
+    first = {}
+    for i, job in enumerate(jobs):
+        first.setdefault(job.group, i)
+    return sorted(jobs, key=lambda j: first[j.group])
+
+
+def plan(compose: Callable[[list[str]], Config], jobs: list[list[str]], sweep_id: str) -> list[list[str]]:
+    """Jobs ordered by server, each with ``sweep_id`` and its server's ``max_batch`` appended; the
+    engines' own parsers run once per server before anything starts (ConfigError on a refusal)."""
+    composed = [compose(o) for o in jobs]
+    global_max = max(c.batch for c in composed)
+    planned = order_by_server([Job(o, c, group_key(c, global_max)) for o, c in zip(jobs, composed, strict=True)])
+    group_max: dict[str, int] = {}
+    for j in planned:
+        group_max[j.group] = max(group_max.get(j.group, 0), j.cfg.batch)
+    if not planned[0].cfg.dry_run:
+        for group, first in {j.group: j for j in reversed(planned)}.items():
+            preflight(replace(first.cfg, max_batch=group_max[group]))
+    return [[*j.overrides, f"sweep_id={sweep_id}", f"max_batch={group_max[j.group]}"] for j in planned]
