@@ -22,7 +22,7 @@ import aiohttp
 from specexp.engines.counters import acceptance_counts, parse
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.models.tiny import ensure_tiny
-from specexp.reference.launch import serve
+from specexp.server import serve_reference as serve
 
 PROMPT_WORDS = [
     "def",

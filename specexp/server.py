@@ -16,9 +16,11 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -222,3 +224,23 @@ def acquire(
 
 def stop() -> None:
     _pool.stop()
+
+
+@contextlib.contextmanager
+def serve_reference(args: list[str], log: Path, deadline_s: float = 120.0, cwd: Path | None = None) -> Iterator[str]:
+    """Run the reference engine (``python -m specexp.reference --host 127.0.0.1 --port <free> *args``)
+    for a while and yield its base URL: for tests and benchmarks; specexp's runs go through ``acquire``.
+
+    The server gets its own process group, killed on exit however the block ends; a server that
+    exits or is not healthy within ``deadline_s`` raises ServerStartError with its log's tail.
+    """
+    port = free_port("127.0.0.1")
+    argv = [sys.executable, "-m", "specexp.reference", "--host", "127.0.0.1", "--port", str(port), *args]
+    log.unlink(missing_ok=True)
+    process = spawn(Command(argv), log, cwd)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url + "/health", deadline_s, process, log)
+        yield url
+    finally:
+        terminate(process)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -214,11 +213,11 @@ class VllmEngine(Engine):
     def preflight(self, cfg: Config, command: Command) -> list[str]:
         """Run vLLM's own parser and EngineArgs over the server's argv in engine.python (no server, no
         weights, no device); a rejection is a ConfigError carrying vLLM's message."""
-        python = cfg.engine.python or sys.executable
+        python = " ".join(self.python(cfg))
         args = command.argv[command.argv.index(SERVER_MODULE) + 1 :]
         try:
             proc = subprocess.run(
-                [python, "-c", PREFLIGHT_CODE, *args],
+                [*self.python(cfg), "-c", PREFLIGHT_CODE, *args],
                 capture_output=True,
                 text=True,
                 timeout=PREFLIGHT_TIMEOUT_S,
@@ -254,9 +253,8 @@ class VllmEngine(Engine):
         return [f"vLLM preflight passed; it resolves {facts}"]
 
     def version(self, cfg: Config) -> str | None:
-        python = cfg.engine.python or sys.executable
         try:
-            proc = subprocess.run([python, "-c", VERSION_CODE], capture_output=True, text=True, timeout=60)
+            proc = subprocess.run([*self.python(cfg), "-c", VERSION_CODE], capture_output=True, text=True, timeout=60)
         except (FileNotFoundError, subprocess.TimeoutExpired):
             return None
         if proc.returncode != 0:

@@ -227,8 +227,9 @@ def lookup(key: str) -> Metric | None:
     ``crossover_batch.tiny``, ``output_throughput_ci95``); None for a key specexp does not define."""
     for suffix in INTERVAL_SUFFIXES:
         key = key.removesuffix(suffix)
-    if key in BY_KEY and not BY_KEY[key].stats:
-        return BY_KEY[key]
+    plain = BY_KEY.get(key)
+    if plain is not None and not (plain.stats or plain.indexed or plain.labelled):
+        return plain
     stem, _, stat = key.rpartition("_")
     if stem in BY_KEY and stat in BY_KEY[stem].stats:
         return BY_KEY[stem]

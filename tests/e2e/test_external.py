@@ -3,7 +3,7 @@ its API key never written anywhere."""
 
 import urllib.request
 
-from specexp.reference.launch import serve
+from specexp.server import serve_reference as serve
 
 SECRET = "sk-test-0123456789abcdef"
 

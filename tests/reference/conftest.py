@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from specexp.models.tiny import TinyPaths, ensure_tiny
-from specexp.reference.launch import serve
+from specexp.server import serve_reference as serve
 from tests.conftest import REPO
 from tests.reference.client import K
 

@@ -1,0 +1,104 @@
+"""docs/METRICS.md, generated from the registry so that the contract users read is the one the code
+records: ``python -m specexp.metrics.docs`` rewrites it, ``--check`` fails when it is stale."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from specexp.metrics.registry import LATENCY_STATS, METRICS, Metric
+
+DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "METRICS.md"
+
+INTRO = """\
+<!-- Generated from specexp/metrics/registry.py by `python -m specexp.metrics.docs`: edit the registry. -->
+# Metrics contract
+
+What every point (one job: one server configuration at one batch size) records, under these exact
+MLflow keys. Users build dashboards, queries and comparisons on these names, so they are an interface:
+new keys may be added, none is renamed or redefined. Each key is also in the point's `results.json`
+in the job's output folder, written before anything is sent to MLflow.
+
+## The measured window
+- Load is closed-loop: `batch` requests in flight at all times until the point's prompts are used up.
+- Warm-up requests (default: `batch` of them) run first and are excluded from every metric below,
+  including the engine's counters: the counters are read after warm-up and again after the last request.
+- The window runs from the first measured request's send to the last measured response's end.
+- A prompt is never sent twice to the same server within a sweep unless the workload says so
+  (prefix caches inflate repeat runs by large factors).
+- With `repeats > 1`, counts are summed over the repeats and every other metric is their mean, with
+  `<key>_ci95` (95% half-width) and `<key>_std` beside it.
+"""
+
+OUTRO = """\
+## Where the numbers come from
+Token counts come from the server's `usage` when it gives one (`stream_options.include_usage`), else
+from counting chunks; the tag `specexp.token_source` says which. Speculation counts come from the
+engine (counter deltas around the window, or per-request fields); the tag `specexp.acceptance` says
+`measured`, `none` (no speculation) or `unavailable`.
+
+## Tags every run carries
+`specexp.sweep_id` (shared by the jobs of one multirun), `specexp.server_key` (a hash of every setting
+that changes the server process), `specexp.server_reused`, `specexp.status` (`ok` / `failed`),
+`specexp.engine_version`, `specexp.git_sha`. Params: the flattened resolved config (`engine.name`,
+`drafter.name`, `batch`, …).
+
+## Sweep level
+A speculative point's baseline is the point of the same sweep that differs only in having
+`drafter=none`; the parent run of a multirun carries `summary.csv`, the verdict and the plots.
+"""
+
+
+def _keys(metric: Metric) -> str:
+    if metric.stats:
+        stats = "`, `".join(f"_{s}" for s in metric.stats)
+        return f"`{metric.key}` (`{stats}`)"
+    if metric.indexed:
+        return f"`{metric.key}_<i>`"
+    if metric.labelled:
+        return f"`{metric.key}.<drafter>`"
+    return f"`{metric.key}`"
+
+
+def _better(metric: Metric) -> str:
+    return {True: "higher", False: "lower", None: ""}[metric.higher_is_better]
+
+
+def render() -> str:
+    sections: dict[str, list[Metric]] = {}
+    for metric in METRICS:
+        sections.setdefault(metric.section, []).append(metric)
+    parts = [INTRO]
+    for title, metrics in sections.items():
+        lines = [f"## {title}", "| key | unit | combines by | better | definition |", "| --- | --- | --- | --- | --- |"]
+        for m in metrics:
+            where = " (parent run)" if m.level == "sweep" else ""
+            lines.append(f"| {_keys(m)} | {m.unit} | {m.aggregate} | {_better(m)} | {m.definition}{where} |")
+        if title == "Latency":
+            lines.append("")
+            lines.append(f"Latencies are in milliseconds, each with the suffixes `_{'`, `_'.join(LATENCY_STATS)}`.")
+        parts.append("\n".join(lines) + "\n")
+    parts.append(OUTRO)
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m specexp.metrics.docs", description=__doc__)
+    p.add_argument("--check", action="store_true", help="exit 1 when docs/METRICS.md differs from the registry")
+    args = p.parse_args(argv)
+    text = render()
+    if args.check:
+        current = DOC_PATH.read_text(encoding="utf-8") if DOC_PATH.exists() else ""
+        if current != text:
+            print(f"{DOC_PATH} is stale: run python -m specexp.metrics.docs", file=sys.stderr)
+            return 1
+        return 0
+    DOC_PATH.parent.mkdir(parents=True, exist_ok=True)
+    DOC_PATH.write_text(text, encoding="utf-8")
+    print(f"wrote {DOC_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

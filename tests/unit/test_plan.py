@@ -1,0 +1,25 @@
+"""Planning a sweep: jobs grouped by server key in order of first appearance, sized to their server."""
+
+from specexp.sweep.plan import plan
+
+
+def test_jobs_are_grouped_by_server_whatever_the_override_order(make_config) -> None:
+    # Hydra varies the last override fastest: batch=1,4 drafter=none,tiny alternates drafters.
+    jobs = [["dry_run=true", f"batch={b}", f"drafter={d}"] for b in (1, 4) for d in ("none", "tiny")]
+    planned = plan(lambda o: make_config(*o), jobs, "s1")
+    drafters = [next(o for o in p if o.startswith("drafter=")) for p in planned]
+    assert drafters == ["drafter=none", "drafter=none", "drafter=tiny", "drafter=tiny"]
+    assert [p[1] for p in planned] == ["batch=1", "batch=4", "batch=1", "batch=4"]  # command-line order kept
+    assert all(p[-2:] == ["sweep_id=s1", "max_batch=4"] for p in planned)
+
+
+def test_each_server_is_sized_to_its_own_largest_batch(make_config) -> None:
+    jobs = [["dry_run=true", "drafter=none", "batch=2"], ["dry_run=true", "drafter=tiny", "batch=8"]]
+    planned = plan(lambda o: make_config(*o), jobs, "s2")
+    assert [p[-1] for p in planned] == ["max_batch=2", "max_batch=8"]
+
+
+def test_jobs_differing_only_in_batch_share_one_server(make_config) -> None:
+    jobs = [["dry_run=true", "drafter=tiny", f"batch={b}"] for b in (1, 2, 16)]
+    planned = plan(lambda o: make_config(*o), jobs, "s3")
+    assert [p[1] for p in planned] == ["drafter=tiny"] * 3 and {p[-1] for p in planned} == {"max_batch=16"}
