@@ -205,7 +205,7 @@ def test_ignored_decode_steps_are_tagged_and_noted(installed):
     installed("0.5.23")
     cfg = make_config(decode=4)
     assert ENGINE.tags(cfg)["specexp.decode_steps_ignored"] == "true"
-    assert any("decode=4" in n for n in ENGINE.notes(cfg, versions.probe(())))
+    assert any("decode=4" in n for n in ENGINE.notes(cfg, adapter.probe(())))
     assert "specexp.decode_steps_ignored" not in ENGINE.tags(make_config(decode=1))
 
 
@@ -217,7 +217,7 @@ def test_honoured_decode_steps_are_not_tagged(installed):
 def test_topk1_rewrite_of_draft_tokens_is_noted(installed):
     installed("0.5.23")
     cfg = make_config(drafter=eagle3(steps=3, topk=1, tokens=3))
-    notes = ENGINE.notes(cfg, versions.probe(()))
+    notes = ENGINE.notes(cfg, adapter.probe(()))
     assert any("num_draft_tokens=3 becomes 4" in n for n in notes)
     assert flag(ENGINE.command(cfg, PORT).argv, "--speculative-num-draft-tokens") == "4"
 
