@@ -38,7 +38,6 @@ from specexp.engines.base import Engine
 from specexp.engines.vllm import speculative_config
 from specexp.models.tiny import recipe_hash
 from specexp.point import ensure_models, measure_once
-from specexp.tracking import git_sha
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "tests" / "fixtures" / "vllm"
@@ -143,7 +142,6 @@ def versions(cfg: Config, engine: Engine) -> dict[str, str]:
         dist: version,
         **dict(zip(VERSIONED, proc.stdout.split(), strict=True)),
         "tiny recipe": recipe_hash(),
-        "specexp": git_sha(),
     }
 
 
