@@ -7,7 +7,7 @@ their first ``k_eff`` tokens.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -15,10 +15,8 @@ import torch.nn.functional as F
 from numpy.lib.stride_tricks import sliding_window_view
 
 from specexp.reference.model import KVCache, Llama
+from specexp.reference.request import RequestState
 from specexp.reference.sampling import probs, sample
-
-if TYPE_CHECKING:
-    from specexp.reference.engine import Sequence
 
 
 def pad(rows: list[list[int]], device: torch.device) -> torch.Tensor:
@@ -28,13 +26,13 @@ def pad(rows: list[list[int]], device: torch.device) -> torch.Tensor:
 
 
 class Drafter(Protocol):
-    def prefill(self, seqs: list[Sequence], slot0: int) -> None: ...
+    def prefill(self, seqs: list[RequestState], slot0: int) -> None: ...
 
     def propose(
-        self, seqs: list[Sequence], k_cap: list[int], sampling: Sampling, exponentials: torch.Tensor
+        self, seqs: list[RequestState], k_cap: list[int], sampling: Sampling, exponentials: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]: ...
 
-    def commit(self, seqs: list[Sequence], lengths: list[int], accepted: list[int], width: int) -> None: ...
+    def commit(self, seqs: list[RequestState], lengths: list[int], accepted: list[int], width: int) -> None: ...
 
     def move(self, src: int, dst: int) -> None: ...
 
@@ -42,7 +40,7 @@ class Drafter(Protocol):
 class Sampling:
     """The batch's per-row sampling parameters as tensors, built once per step."""
 
-    def __init__(self, seqs: list[Sequence], device: torch.device) -> None:
+    def __init__(self, seqs: list[RequestState], device: torch.device) -> None:
         self.temperature = torch.tensor([s.temperature for s in seqs], device=device)
         self.top_p = torch.tensor([s.top_p for s in seqs], device=device)
         self.greedy = all(s.temperature == 0 for s in seqs)
@@ -62,7 +60,7 @@ class ModelDrafter:
         self.model = model
         self.cache = KVCache(model.cfg, slots, model.dtype, model.device)
 
-    def prefill(self, seqs: list[Sequence], slot0: int) -> None:
+    def prefill(self, seqs: list[RequestState], slot0: int) -> None:
         tokens = pad([s.tokens for s in seqs], self.model.device)
         start = torch.zeros(len(seqs), dtype=torch.long, device=self.model.device)
         self.model.forward(tokens, start, tokens.shape[1], self.cache, slot0)
@@ -70,7 +68,7 @@ class ModelDrafter:
             s.draft_len = len(s.tokens)
 
     def propose(
-        self, seqs: list[Sequence], k_cap: list[int], sampling: Sampling, exponentials: torch.Tensor
+        self, seqs: list[RequestState], k_cap: list[int], sampling: Sampling, exponentials: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         device = self.model.device
         width = max(k_cap)
@@ -93,7 +91,7 @@ class ModelDrafter:
                 last = self.model.forward(d[:, None], pos + i, max(lengths) + i + 1, self.cache)[:, 0]
         return torch.stack(drafts, 1), torch.stack(qs, 1), torch.tensor(k_cap, device=device)
 
-    def commit(self, seqs: list[Sequence], lengths: list[int], accepted: list[int], width: int) -> None:
+    def commit(self, seqs: list[RequestState], lengths: list[int], accepted: list[int], width: int) -> None:
         """The cache now holds each row's tokens up to its last accepted draft it was fed."""
         if width:
             for s, n, a in zip(seqs, lengths, accepted, strict=True):
@@ -124,11 +122,11 @@ class NgramDrafter:
                 return arr[at : at + k].tolist()
         return []
 
-    def prefill(self, seqs: list[Sequence], slot0: int) -> None:
+    def prefill(self, seqs: list[RequestState], slot0: int) -> None:
         pass
 
     def propose(
-        self, seqs: list[Sequence], k_cap: list[int], sampling: Sampling, exponentials: torch.Tensor
+        self, seqs: list[RequestState], k_cap: list[int], sampling: Sampling, exponentials: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         found = [self.lookup(s.tokens, k) for s, k in zip(seqs, k_cap, strict=True)]
         k_eff = torch.tensor([len(f) for f in found], device=self.device)
@@ -136,7 +134,7 @@ class NgramDrafter:
         draft = pad(found, self.device) if any(found) else none
         return draft, F.one_hot(draft, self.vocab_size).float(), k_eff
 
-    def commit(self, seqs: list[Sequence], lengths: list[int], accepted: list[int], width: int) -> None:
+    def commit(self, seqs: list[RequestState], lengths: list[int], accepted: list[int], width: int) -> None:
         pass
 
     def move(self, src: int, dst: int) -> None:

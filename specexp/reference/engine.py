@@ -14,44 +14,18 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import torch
 
 from specexp.reference.drafters import Drafter, Sampling, pad
 from specexp.reference.metrics import EngineMetrics
 from specexp.reference.model import KVCache, Llama
+from specexp.reference.request import RequestState
 from specexp.reference.sampling import verify
 
 log = logging.getLogger("specexp.reference")
 
 STATS_INTERVAL_S = 10.0
-
-# Called from the engine thread with the tokens a step emitted and the finish reason (None: more to come).
-Emit = Callable[[list[int], str | None], None]
-
-
-@dataclass(eq=False)
-class Sequence:
-    prompt: list[int]
-    max_tokens: int
-    temperature: float
-    top_p: float
-    ignore_eos: bool
-    emit: Emit
-    generator: torch.Generator | None = None  # None: greedy, no randomness drawn
-    tokens: list[int] = field(default_factory=list)
-    draft_len: int = 0  # tokens the draft model's cache holds
-    finish: str | None = None
-    aborted: bool = False
-
-    def __post_init__(self) -> None:
-        self.tokens = list(self.prompt)
-
-    @property
-    def remaining(self) -> int:
-        return self.max_tokens - (len(self.tokens) - len(self.prompt))
 
 
 class Engine:
@@ -74,8 +48,8 @@ class Engine:
         self.eos = set(target.cfg.eos_token_ids)
         self.vocab = target.cfg.vocab_size
         self.device = target.device
-        self.running: list[Sequence] = []  # running[i] lives in cache slot i
-        self.waiting: deque[Sequence] = deque()
+        self.running: list[RequestState] = []  # running[i] lives in cache slot i
+        self.waiting: deque[RequestState] = deque()
         self.cond = threading.Condition()
         self.stopped = False
         self.thread = threading.Thread(target=self._loop, name="specexp-engine", daemon=True)
@@ -91,13 +65,13 @@ class Engine:
             self.cond.notify()
         self.thread.join(timeout=10)
 
-    def submit(self, seq: Sequence) -> None:
+    def submit(self, seq: RequestState) -> None:
         with self.cond:
             self.waiting.append(seq)
             self.metrics.waiting.set(len(self.waiting))
             self.cond.notify()
 
-    def abort(self, seq: Sequence) -> None:
+    def abort(self, seq: RequestState) -> None:
         """Mark a request gone (client disconnected); the loop drops it at the next step boundary."""
         seq.aborted = True
 
@@ -130,7 +104,7 @@ class Engine:
                 self.metrics.running.set(len(self.running))
                 self._log_stats()
 
-    def _admit(self) -> list[Sequence]:
+    def _admit(self) -> list[RequestState]:
         admitted = []
         while self.waiting and len(self.running) + len(admitted) < self.max_running:
             seq = self.waiting.popleft()
@@ -139,7 +113,7 @@ class Engine:
         self.metrics.waiting.set(len(self.waiting))
         return admitted
 
-    def _noise(self, seqs: list[Sequence]) -> tuple[torch.Tensor, torch.Tensor]:
+    def _noise(self, seqs: list[RequestState]) -> tuple[torch.Tensor, torch.Tensor]:
         """Per row: k uniforms (acceptance) and 2k+1 rows of Exp(1) over the vocabulary (k draft
         samples, then k+1 target positions), from the request's own generator; 1s for greedy rows."""
         k = self.k
@@ -151,7 +125,7 @@ class Engine:
                 exps[i].exponential_(generator=seq.generator)
         return u.to(self.device), exps.to(self.device)
 
-    def _prefill(self, seqs: list[Sequence]) -> None:
+    def _prefill(self, seqs: list[RequestState]) -> None:
         slot0 = len(self.running)
         self.running.extend(seqs)
         tokens = pad([s.prompt for s in seqs], self.device)
@@ -190,7 +164,7 @@ class Engine:
 
     def _finish_step(
         self,
-        seqs: list[Sequence],
+        seqs: list[RequestState],
         logits: torch.Tensor,
         draft: torch.Tensor,
         q: torch.Tensor | None,

@@ -19,7 +19,8 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 from tokenizers import Tokenizer
 
-from specexp.reference.engine import Engine, Sequence
+from specexp.reference.engine import Engine
+from specexp.reference.request import RequestState as Sequence
 
 DEFAULT_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
 

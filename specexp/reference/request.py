@@ -1,0 +1,37 @@
+"""One request's state inside the reference engine: what it asked for and what it has produced so far.
+
+In a module of its own so that the engine (which schedules requests) and the drafters (which read
+their tokens and track their draft caches) both import it without importing each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+# Called from the engine thread with the tokens a step emitted and the finish reason (None: more to come).
+Emit = Callable[[list[int], str | None], None]
+
+
+@dataclass(eq=False)
+class RequestState:
+    prompt: list[int]
+    max_tokens: int
+    temperature: float
+    top_p: float
+    ignore_eos: bool
+    emit: Emit
+    generator: torch.Generator | None = None  # None: greedy, no randomness drawn
+    tokens: list[int] = field(default_factory=list)  # prompt + generated so far
+    draft_len: int = 0  # tokens the draft model's cache holds
+    finish: str | None = None
+    aborted: bool = False
+
+    def __post_init__(self) -> None:
+        self.tokens = list(self.prompt)
+
+    @property
+    def remaining(self) -> int:
+        return self.max_tokens - (len(self.tokens) - len(self.prompt))
