@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from specexp.reference.model import KVCache, Llama
 from specexp.reference.request import RequestState
-from specexp.reference.sampling import probs, sample
+from specexp.reference.sampling import Sampling, sample
 
 
 def pad(rows: list[list[int]], device: torch.device) -> torch.Tensor:
@@ -35,18 +35,6 @@ class Drafter(Protocol):
     def commit(self, seqs: list[RequestState], lengths: list[int], accepted: list[int], width: int) -> None: ...
 
     def move(self, src: int, dst: int) -> None: ...
-
-
-class Sampling:
-    """The batch's per-row sampling parameters as tensors, built once per step."""
-
-    def __init__(self, seqs: list[RequestState], device: torch.device) -> None:
-        self.temperature = torch.tensor([s.temperature for s in seqs], device=device)
-        self.top_p = torch.tensor([s.top_p for s in seqs], device=device)
-        self.greedy = all(s.temperature == 0 for s in seqs)
-
-    def probs(self, logits: torch.Tensor) -> torch.Tensor:
-        return probs(logits, self.temperature, self.top_p, self.greedy)
 
 
 class ModelDrafter:

@@ -17,11 +17,11 @@ from collections import deque
 
 import torch
 
-from specexp.reference.drafters import Drafter, Sampling, pad
+from specexp.reference.drafters import Drafter, pad
 from specexp.reference.metrics import EngineMetrics
 from specexp.reference.model import KVCache, Llama
 from specexp.reference.request import RequestState
-from specexp.reference.sampling import verify
+from specexp.reference.sampling import Sampling, verify
 
 log = logging.getLogger("specexp.reference")
 
@@ -48,6 +48,7 @@ class Engine:
         self.eos = set(target.cfg.eos_token_ids)
         self.vocab = target.cfg.vocab_size
         self.device = target.device
+        self.one = torch.ones((), device=self.device)  # expanded into the noise of all-greedy steps
         self.running: list[RequestState] = []  # running[i] lives in cache slot i
         self.waiting: deque[RequestState] = deque()
         self.cond = threading.Condition()
@@ -115,19 +116,32 @@ class Engine:
 
     def _noise(self, seqs: list[RequestState]) -> tuple[torch.Tensor, torch.Tensor]:
         """Per row: k uniforms (acceptance) and 2k+1 rows of Exp(1) over the vocabulary (k draft
-        samples, then k+1 target positions), from the request's own generator; 1s for greedy rows."""
-        k = self.k
-        u = torch.ones(len(seqs), k)
-        exps = torch.ones(len(seqs), 2 * k + 1, self.vocab)
-        for i, seq in enumerate(seqs):
-            if seq.generator is not None:
-                u[i] = torch.rand(k, generator=seq.generator)
-                exps[i].exponential_(generator=seq.generator)
-        return u.to(self.device), exps.to(self.device)
+        samples, then k+1 target positions), drawn on the device from the request's own generator.
+
+        Greedy rows take 1s (see sampling.py); a batch with no sampled row gets broadcast views of a
+        single 1, so greedy steps allocate, fill and copy nothing here."""
+        k, b = self.k, len(seqs)
+        sampled = [(i, s.generator) for i, s in enumerate(seqs) if s.generator is not None]
+        if not sampled:
+            return self.one.expand(b, k), self.one.expand(b, 2 * k + 1, self.vocab)
+        u = torch.ones(b, k, device=self.device)
+        exps = torch.ones(b, 2 * k + 1, self.vocab, device=self.device)
+        for i, generator in sampled:
+            u[i].uniform_(generator=generator)
+            exps[i].exponential_(generator=generator)
+        return u, exps
+
+    def _seed_on_device(self, seqs: list[RequestState]) -> None:
+        """Give sampled requests a generator on the engine's device, seeded as the server seeded theirs:
+        noise is then drawn where it is used (on a CPU engine the generator is already there)."""
+        for seq in seqs:
+            if seq.generator is not None and seq.generator.device.type != self.device.type:
+                seq.generator = torch.Generator(self.device).manual_seed(seq.generator.initial_seed())
 
     def _prefill(self, seqs: list[RequestState]) -> None:
         slot0 = len(self.running)
         self.running.extend(seqs)
+        self._seed_on_device(seqs)
         tokens = pad([s.prompt for s in seqs], self.device)
         start = torch.zeros(len(seqs), dtype=torch.long, device=self.device)
         hidden = self.target.forward(tokens, start, tokens.shape[1], self.cache, slot0)
@@ -138,6 +152,9 @@ class Engine:
         self.metrics.prompt_tokens.inc(sum(len(s.prompt) for s in seqs))
         self._finish_step(seqs, logits[:, None], *self._no_draft(len(seqs)))
 
+    def _sampling(self, seqs: list[RequestState]) -> Sampling:
+        return Sampling([s.temperature for s in seqs], [s.top_p for s in seqs], self.device)
+
     def _no_draft(self, rows: int) -> tuple[torch.Tensor, None, torch.Tensor]:
         """(draft, q, k_eff) of a step that proposes nothing."""
         zeros = torch.zeros(rows, dtype=torch.long, device=self.device)
@@ -146,7 +163,7 @@ class Engine:
     def _step(self) -> None:
         seqs = self.running
         k_cap = [min(self.k, s.remaining - 1) for s in seqs]
-        sampling = Sampling(seqs, self.device)
+        sampling = self._sampling(seqs)
         lengths = [len(s.tokens) for s in seqs]
         if self.drafter and max(k_cap) > 0:
             u, exps = self._noise(seqs)
@@ -176,7 +193,7 @@ class Engine:
         """Verify, emit, count. Counting rule: a row's step emits n tokens = n - 1 accepted + 1 verify
         step (n - 1 < accepted drafts only when EOS cut the chain), so the counters add up exactly."""
         b, width = draft.shape
-        sampling = sampling or Sampling(seqs, self.device)
+        sampling = sampling or self._sampling(seqs)
         if u is None:
             u, exps = self._noise(seqs)
         p = sampling.probs(logits)

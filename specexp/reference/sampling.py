@@ -12,25 +12,39 @@ from __future__ import annotations
 import torch
 
 
-def probs(logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Tensor, greedy: bool) -> torch.Tensor:
-    """Target or draft distribution ``[B, ..., V]``; rows with temperature 0 become one-hot argmax.
+class Sampling:
+    """The batch's per-row sampling parameters as tensors, built once per step.
 
-    ``greedy`` (every row at temperature 0) skips the softmax entirely.
+    What the rows have in common (all greedy, some greedy, some top-p) is known here from the
+    request parameters, so ``probs`` never reads a device tensor back to decide a branch: on a GPU
+    each such read is a sync, and ``probs`` runs k + 1 times per speculative step.
     """
-    if greedy:
-        return torch.zeros_like(logits).scatter_(-1, logits.argmax(-1, keepdim=True), 1.0)
-    shape = (-1,) + (1,) * (logits.dim() - 1)
-    pr = torch.softmax(logits / temperature.clamp_min(1e-6).view(shape), dim=-1)
-    if bool((top_p < 1).any()):
-        sorted_p, order = pr.sort(dim=-1, descending=True)
-        # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
-        drop = (sorted_p.cumsum(-1) - sorted_p) >= top_p.view(shape)
-        pr = pr.scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
-        pr = pr / pr.sum(-1, keepdim=True)
-    zero = temperature == 0
-    if bool(zero.any()):
-        pr = torch.where(zero.view(shape), probs(logits, temperature, top_p, greedy=True), pr)
-    return pr
+
+    def __init__(self, temperature: list[float], top_p: list[float], device: torch.device) -> None:
+        self.temperature, self.top_p = torch.tensor([temperature, top_p], device=device)
+        self.all_greedy = all(t == 0 for t in temperature)
+        self.some_greedy = any(t == 0 for t in temperature)
+        self.nucleus = any(p < 1 for p in top_p)
+
+    def probs(self, logits: torch.Tensor) -> torch.Tensor:
+        """Target or draft distribution ``[B, ..., V]``; rows with temperature 0 become one-hot argmax."""
+        if self.all_greedy:
+            return one_hot_argmax(logits)
+        shape = (-1,) + (1,) * (logits.dim() - 1)
+        pr = torch.softmax(logits / self.temperature.clamp_min(1e-6).view(shape), dim=-1)
+        if self.nucleus:
+            sorted_p, order = pr.sort(dim=-1, descending=True)
+            # Keep the smallest prefix whose mass reaches top_p (the first token always stays).
+            drop = (sorted_p.cumsum(-1) - sorted_p) >= self.top_p.view(shape)
+            pr = pr.scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
+            pr = pr / pr.sum(-1, keepdim=True)
+        if self.some_greedy:
+            pr = torch.where((self.temperature == 0).view(shape), one_hot_argmax(logits), pr)
+        return pr
+
+
+def one_hot_argmax(logits: torch.Tensor) -> torch.Tensor:
+    return torch.zeros_like(logits).scatter_(-1, logits.argmax(-1, keepdim=True), 1.0)
 
 
 def sample(pr: torch.Tensor, exponentials: torch.Tensor) -> torch.Tensor:

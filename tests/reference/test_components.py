@@ -6,8 +6,11 @@ import torch
 from tokenizers import Tokenizer
 
 from specexp.models.tiny import TinyPaths
-from specexp.reference.drafters import NgramDrafter
+from specexp.reference.drafters import ModelDrafter, NgramDrafter
+from specexp.reference.engine import Engine
+from specexp.reference.metrics import EngineMetrics
 from specexp.reference.model import KVCache, Llama
+from specexp.reference.request import RequestState
 from specexp.reference.server import Detokenizer
 
 
@@ -31,6 +34,31 @@ def test_cached_batched_decode_matches_a_full_forward(tiny: TinyPaths) -> None:
             fresh = KVCache(model.cfg, 1, torch.float32, torch.device("cpu"))
             full = model.logits(model.forward(torch.tensor([seq]), torch.zeros(1, dtype=torch.long), len(seq), fresh))
             torch.testing.assert_close(step[row], full[0, -2:], atol=1e-4, rtol=1e-4)
+
+
+def test_noise_is_drawn_only_for_sampled_rows_each_from_its_own_generator(tiny: TinyPaths) -> None:
+    """A sampled row's noise is its generator's stream in a fixed order (k uniforms, then 2k+1 rows of
+    Exp(1)), whatever the other rows are: seeded requests reproduce. Greedy rows get 1s, and a batch
+    of greedy rows gets one broadcast 1: nothing is built per row or per token."""
+    k, cpu = 2, torch.device("cpu")
+    target = Llama(tiny.target, torch.float32, cpu, 64)
+    engine = Engine(target, ModelDrafter(target, 3), k, 3, 1, EngineMetrics(k))
+    vocab = target.cfg.vocab_size
+
+    def request(seed: int | None) -> RequestState:
+        generator = None if seed is None else torch.Generator().manual_seed(seed)
+        return RequestState([5, 6], 8, 0.0 if seed is None else 1.0, 1.0, True, lambda t, f: None, generator)
+
+    u, exps = engine._noise([request(1), request(None), request(2)])
+    for row, seed in ((0, 1), (2, 2)):
+        gen = torch.Generator().manual_seed(seed)
+        assert torch.equal(u[row], torch.rand(k, generator=gen))
+        assert torch.equal(exps[row], torch.empty(2 * k + 1, vocab).exponential_(generator=gen))
+    assert bool((u[1] == 1).all()) and bool((exps[1] == 1).all())
+    u, exps = engine._noise([request(None), request(None)])
+    assert u.shape == (2, k) and exps.shape == (2, 2 * k + 1, vocab)
+    assert bool((u == 1).all()) and bool((exps == 1).all())
+    assert exps.untyped_storage().nbytes() == exps.element_size()
 
 
 def test_ngram_lookup_takes_the_latest_longest_match() -> None:

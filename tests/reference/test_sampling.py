@@ -50,7 +50,7 @@ def test_a_wrong_rule_fails_the_same_check(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_greedy_rows_accept_exactly_the_argmax_prefix() -> None:
     logits = torch.tensor([[[0.0, 5.0, 1.0], [3.0, 0.0, 1.0], [0.0, 0.0, 9.0]]] * 3)
-    p = sampling.probs(logits, torch.zeros(3), torch.ones(3), greedy=True)
+    p = sampling.Sampling([0.0] * 3, [1.0] * 3, torch.device("cpu")).probs(logits)
     draft = torch.tensor([[1, 0], [1, 2], [0, 0]])  # all right, second wrong, first wrong
     q = torch.nn.functional.one_hot(draft, 3).float()
     accepted, nxt = sampling.verify(p, q, draft, torch.tensor([2, 2, 2]), torch.ones(3, 2), torch.ones(3, 3, 3))
@@ -68,6 +68,12 @@ def test_k_eff_caps_acceptance() -> None:
 
 def test_top_p_keeps_the_smallest_nucleus() -> None:
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05], [0.5, 0.3, 0.15, 0.05]]))
-    pr = sampling.probs(logits, torch.tensor([1.0, 1.0]), torch.tensor([0.75, 1.0]), greedy=False)
+    pr = sampling.Sampling([1.0, 1.0], [0.75, 1.0], torch.device("cpu")).probs(logits)
     torch.testing.assert_close(pr[0], torch.tensor([0.625, 0.375, 0.0, 0.0]))
     torch.testing.assert_close(pr[1], torch.tensor([0.5, 0.3, 0.15, 0.05]))
+
+
+def test_greedy_rows_stay_one_hot_in_a_sampled_batch() -> None:
+    logits = torch.log(torch.tensor([[0.2, 0.5, 0.3], [0.2, 0.5, 0.3]]))
+    pr = sampling.Sampling([0.0, 1.0], [1.0, 1.0], torch.device("cpu")).probs(logits)
+    torch.testing.assert_close(pr, torch.tensor([[0.0, 1.0, 0.0], [0.2, 0.5, 0.3]]))
