@@ -1,11 +1,13 @@
-"""Model, cache, n-gram lookup and detokenization, in process (no server)."""
+"""Model, cache, attention backends, step noise, n-gram lookup and detokenization, in process (no server)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from tokenizers import Tokenizer
 
 from specexp.models.tiny import TinyPaths
+from specexp.reference import model as model_module
 from specexp.reference.drafters import ModelDrafter, NgramDrafter
 from specexp.reference.engine import Engine
 from specexp.reference.metrics import EngineMetrics
@@ -34,6 +36,26 @@ def test_cached_batched_decode_matches_a_full_forward(tiny: TinyPaths) -> None:
             fresh = KVCache(model.cfg, 1, torch.float32, torch.device("cpu"))
             full = model.logits(model.forward(torch.tensor([seq]), torch.zeros(1, dtype=torch.long), len(seq), fresh))
             torch.testing.assert_close(step[row], full[0, -2:], atol=1e-4, rtol=1e-4)
+
+
+def test_attention_is_never_offered_cudnn(tiny: TinyPaths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuDNN's per-shape plan setup dominates at these sizes (issue 17): every attention call the model
+    makes sees only backends without it; the process-wide choice is restored afterwards."""
+    backends = torch.backends.cuda  # the process-wide SDPA switches (they exist on CPU builds too)
+    offered: list[tuple[bool, bool]] = []
+    sdpa = model_module.F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs) -> torch.Tensor:
+        offered.append((backends.cudnn_sdp_enabled(), backends.math_sdp_enabled()))
+        return sdpa(*args, **kwargs)
+
+    monkeypatch.setattr(model_module.F, "scaled_dot_product_attention", spy)
+    assert backends.cudnn_sdp_enabled()  # torch's default, which the model must not keep
+    model = Llama(tiny.target, torch.float32, torch.device("cpu"), 16)
+    cache = KVCache(model.cfg, 1, torch.float32, torch.device("cpu"))
+    model.forward(torch.tensor([[3, 4, 5]]), torch.zeros(1, dtype=torch.long), 3, cache)
+    assert offered == [(False, True)] * model.cfg.num_layers
+    assert backends.cudnn_sdp_enabled()
 
 
 def test_noise_is_drawn_only_for_sampled_rows_each_from_its_own_generator(tiny: TinyPaths) -> None:
