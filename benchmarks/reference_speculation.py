@@ -1,134 +1,164 @@
-"""Does speculation pay on the reference engine? model=tiny, with and without the tiny drafter.
+"""Per-step cost of the reference engine, in process: device x dtype x batch, without and with the tiny drafter.
 
-Starts its own servers, runs closed-loop streamed load at each concurrency (warm-up excluded) and
-prints output tok/s, mean single-stream decode tok/s ((tokens - 1) / (e2e - ttft), as METRICS.md
-defines it), the acceptance from the server's counters, and the speedups. Not a test: figures only.
+Drives the engine's own step loop (no HTTP, no engine thread) on the tiny model, like a server at a
+steady batch: ``batch`` greedy requests with random prompts are admitted and prefilled, then
+``--warmup`` steps run untimed and ``--repeats`` windows of ``--steps`` steps are timed. No request
+finishes meanwhile, so every step has the full batch and, as in a server, a new KV length. Printed
+per point:
 
-    .venv/bin/python benchmarks/reference_speculation.py [--batches 1,4,16] [--k 3] [--threads 1]
+- accept length: tokens per row per step over all timed steps (1 without a drafter);
+- host ms/step: a step's wall time as the host sees it, in the median window (a shared machine's
+  noise mostly slows windows down); every step ends reading the accepted tokens back, a device sync,
+  so this is the step's cost on any device;
+- tok/s: batch x accept length / host time per step, and the drafter's speedup over none;
+- device ms/step (CUDA only): GPU kernel time per step, from the torch profiler over ``--profile-steps``
+  further steps. CUDA events would time the span between two points of the stream, idle gaps
+  included, so a host-bound step would read the same; kernel time shows it: device ms far below host
+  ms means the host is the bottleneck (issue 17: cuDNN attention setup, 26 ms of CPU per call);
+- top host op: the profiled op with the most host time per step (where host ms goes).
+
+Not a test: figures only. The served view (TTFT, TPOT over HTTP) is benchmarks/gpu_table.py.
+
+    .venv/bin/python benchmarks/reference_speculation.py [--devices cpu,cuda] [--dtypes float32,bfloat16]
+        [--batches 1,64] [--k 4] [--steps 20] [--repeats 3] [--threads N]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
-import statistics
-import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-import aiohttp
+import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
 
-from specexp.engines.counters import acceptance_counts, parse
-from specexp.metrics.acceptance import acceptance_metrics
 from specexp.models.tiny import ensure_tiny
-from specexp.server import serve_reference as serve
+from specexp.reference.__main__ import DTYPES
+from specexp.reference.drafters import ModelDrafter
+from specexp.reference.engine import Engine
+from specexp.reference.metrics import EngineMetrics
+from specexp.reference.model import Llama
+from specexp.reference.request import RequestState
 
-PROMPT_WORDS = [
-    "def",
-    "class",
-    "return",
-    "import",
-    "self",
-    "value",
-    "range",
-    "list",
-    "dict",
-    "yield",
-    "lambda",
-    "while",
-    "for",
-    "if",
-    "else",
-]
+DRAFTERS = ("none", "tiny")
 
 
-def prompt(i: int) -> str:
-    """Distinct prompts (no two requests share one), about 30 tokens each."""
-    return " ".join(PROMPT_WORDS[(i * 7 + j * 3) % len(PROMPT_WORDS)] for j in range(20)) + f" # {i}"
+@dataclass
+class Point:
+    tok_s: float
+    accept_length: float
+    host_ms: float
+    device_ms: float | None
+    top_op: str
 
 
-async def one(http: aiohttp.ClientSession, url: str, i: int, max_tokens: int) -> tuple[int, float]:
-    """Stream one greedy request; returns (output tokens, decode tok/s)."""
-    body = {"model": "tiny", "prompt": prompt(i), "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
-    first, tokens = None, 0
-    async with http.post(url + "/v1/completions", json={**body, "stream": True}) as resp:
-        resp.raise_for_status()
-        async for line in resp.content:
-            if not line.startswith(b"data: {"):
-                continue
-            tokens += len(json.loads(line[6:])["choices"][0]["token_ids"])
-            first = first or time.perf_counter()
-    end = time.perf_counter()
-    return tokens, (tokens - 1) / (end - first) if first and end > first else 0.0
+def engine_at_batch(
+    target: Llama, draft: Llama | None, k: int, batch: int, prompt_len: int, max_tokens: int
+) -> tuple[Engine, list[int]]:
+    """An engine with ``batch`` greedy requests admitted and prefilled, and the list its rows emit into.
+
+    The KV caches are sized for the whole run up front: their doubling (a copy of every layer's cache,
+    once per power of two) would otherwise land in some timed windows and not others."""
+    drafter = ModelDrafter(draft, batch) if draft else None
+    engine = Engine(target, drafter, k, batch, 1, EngineMetrics(k if draft else 0))
+    for cache in (engine.cache, drafter.cache) if drafter else (engine.cache,):
+        cache.reserve(prompt_len + max_tokens + k)
+    emitted: list[int] = []
+    gen = torch.Generator().manual_seed(batch)
+    vocab = target.cfg.vocab_size
+    for _ in range(batch):
+        prompt = torch.randint(2, vocab, (prompt_len,), generator=gen).tolist()
+        engine.submit(RequestState(prompt, max_tokens, 0.0, 1.0, True, lambda t, f: emitted.append(len(t))))
+    engine._prefill(engine._admit())
+    return engine, emitted
 
 
-async def point(url: str, batch: int, requests: int, max_tokens: int) -> dict[str, float]:
-    """Closed loop: ``batch`` requests in flight until ``requests`` are done, after ``batch`` warm-ups."""
-    async with aiohttp.ClientSession() as http:
-        await asyncio.gather(*(one(http, url, 10_000 + i, max_tokens) for i in range(batch)))
-        async with http.get(url + "/metrics") as resp:
-            before = parse(await resp.text(), "specexp:")
-        queue = list(range(requests))
-        results: list[tuple[int, float]] = []
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
-        async def worker() -> None:
-            while queue:
-                results.append(await one(http, url, queue.pop(), max_tokens))
 
+def measure(
+    target: Llama, draft: Llama | None, k: int, batch: int, args: argparse.Namespace, device: torch.device
+) -> Point:
+    steps = args.warmup + args.repeats * args.steps + args.profile_steps
+    engine, emitted = engine_at_batch(target, draft, k, batch, args.prompt_len, 1 + steps * (k + 1))
+    for _ in range(args.warmup):
+        engine._step()
+    sync(device)
+    emitted.clear()
+    walls = []
+    for _ in range(args.repeats):
         start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(batch)))
-        window = time.perf_counter() - start
-        async with http.get(url + "/metrics") as resp:
-            after = parse(await resp.text(), "specexp:")
-    return {
-        "output_tps": sum(t for t, _ in results) / window,
-        "decode_tps": statistics.mean(d for _, d in results),
-        **acceptance_metrics(acceptance_counts(before, after)),
-    }
+        for _ in range(args.steps):
+            engine._step()
+        sync(device)
+        walls.append(time.perf_counter() - start)
+    step_s = sorted(walls)[len(walls) // 2] / args.steps
+    accept_length = sum(emitted) / (batch * args.repeats * args.steps)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for _ in range(args.profile_steps):
+            engine._step()
+        sync(device)
+    ops = prof.key_averages()
+    device_ms = None
+    if device.type == "cuda":
+        kernels = [e for e in ops if e.device_type == DeviceType.CUDA and not e.is_user_annotation]
+        device_ms = sum(e.self_device_time_total for e in kernels) / 1e3 / args.profile_steps
+    host_ops = [e for e in ops if e.device_type == DeviceType.CPU]
+    top = max(host_ops, key=lambda e: e.self_cpu_time_total)
+    top_op = f"{top.key} {top.self_cpu_time_total / 1e3 / args.profile_steps:.1f} ms"
+    return Point(batch * accept_length / step_s, accept_length, step_s * 1e3, device_ms, top_op)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batches", default="1,4,16")
-    ap.add_argument("--k", type=int, default=3, help="draft tokens per step")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads per server")
-    ap.add_argument("--max-tokens", type=int, default=128)
+    ap.add_argument("--devices", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--batches", default="1,64")
+    ap.add_argument("--k", type=int, default=4, help="draft tokens per step")
+    ap.add_argument("--prompt-len", type=int, default=64)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=20, help="timed steps per window")
+    ap.add_argument("--repeats", type=int, default=3, help="timed windows; the median is reported")
+    ap.add_argument("--profile-steps", type=int, default=3)
+    ap.add_argument("--threads", type=int, help="torch threads (default: torch's)")
     ap.add_argument("--outputs", type=Path, default=Path("outputs"))
     args = ap.parse_args()
-    batches = [int(b) for b in args.batches.split(",")]
+    if args.threads:
+        torch.set_num_threads(args.threads)
     tiny = ensure_tiny(args.outputs)
-    common = ["--model", str(tiny.target), "--served-model-name", "tiny", "--threads", str(args.threads)]
-    common += ["--max-running-requests", str(max(batches)), "--num-continuous-decode-steps", "1"]
-    configs = {"none": [], "tiny": ["--draft-model", str(tiny.draft), "--num-speculative-tokens", str(args.k)]}
-    table: dict[str, dict[int, dict[str, float]]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, extra in configs.items():
-            with serve([*common, *extra], Path(tmp) / f"{name}.log") as url:
-                table[name] = {b: asyncio.run(point(url, b, max(8, 4 * b), args.max_tokens)) for b in batches}
-
-    print(f"model=tiny, k={args.k}, max_tokens={args.max_tokens}, greedy, {args.threads} torch thread(s)/server")
-    print(f"{'batch':>5} {'drafter':>7} {'out tok/s':>10} {'decode tok/s':>13} {'accept_rate':>11} {'accept_len':>10}")
-    for b in batches:
-        for name in configs:
-            r = table[name][b]
-            rate = f"{r['accept_rate']:.3f}" if "accept_rate" in r else "-"
-            print(
-                f"{b:>5} {name:>7} {r['output_tps']:>10.1f} {r['decode_tps']:>13.1f} {rate:>11} "
-                f"{r.get('accept_length', 1.0):>10.2f}"
-            )
-    print("\nspeedup of the tiny drafter over none (output tok/s, decode tok/s):")
-    losing = []
-    for b in batches:
-        out = table["tiny"][b]["output_tps"] / table["none"][b]["output_tps"]
-        dec = table["tiny"][b]["decode_tps"] / table["none"][b]["decode_tps"]
-        print(f"  batch {b:>3}: x{out:.2f} output, x{dec:.2f} decode")
-        if out < 1:
-            losing.append(b)
-    if losing:
-        print(f"speculation stops paying (output tok/s) at batch {min(losing)} on this CPU")
-    else:
-        print("speculation pays at every measured batch on this CPU")
+    batches = [int(b) for b in args.batches.split(",")]
+    max_len = args.prompt_len + (args.warmup + args.repeats * args.steps + args.profile_steps + 1) * (args.k + 1) + 1
+    print(
+        f"model=tiny, k={args.k}, prompts of {args.prompt_len}, {args.warmup} warm-up steps, median of {args.repeats} "
+        f"windows of {args.steps} steps, "
+        f"greedy, torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
+    )
+    head = f"{'device':>6} {'dtype':>8} {'batch':>5} {'drafter':>7} {'tok/s':>9} {'speedup':>7} {'acc len':>7}"
+    print(f"{head} {'host ms':>8} {'device ms':>9}  top host op (per step)")
+    with torch.inference_mode():
+        for device_name in args.devices.split(","):
+            device = torch.device(device_name)
+            for dtype_name in args.dtypes.split(","):
+                dtype = DTYPES[dtype_name]
+                target = Llama(tiny.target, dtype, device, max_len)
+                draft = Llama(tiny.draft, dtype, device, max_len)
+                for batch in batches:
+                    base = None
+                    for name in DRAFTERS:
+                        p = measure(target, draft if name == "tiny" else None, args.k, batch, args, device)
+                        base = base or p.tok_s
+                        speedup = f"x{p.tok_s / base:.2f}" if name != "none" else "-"
+                        dev = f"{p.device_ms:.2f}" if p.device_ms is not None else "-"
+                        print(
+                            f"{device_name:>6} {dtype_name:>8} {batch:>5} {name:>7} {p.tok_s:>9.1f} {speedup:>7} "
+                            f"{p.accept_length:>7.2f} {p.host_ms:>8.2f} {dev:>9}  {p.top_op}",
+                            flush=True,
+                        )
 
 
 if __name__ == "__main__":
