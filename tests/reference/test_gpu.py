@@ -2,14 +2,14 @@
 
 Issue 17: in bfloat16, attention went to cuDNN, whose per-shape setup (tens of ms of host time for a
 few µs of GPU work) made speculation 7x slower than its own baseline on an H200. These check the
-mechanism (no cuDNN attention in a speculative step), the outcome (bfloat16 and float16 speculation
-keep float32's speedup) and sampling on the device (noise from device generators; seeded requests
-reproduce; the counters add up). In process, through the engine's step loop: no server needed.
+mechanism (no cuDNN attention in a speculative step) and sampling on the device (noise from device
+generators; seeded requests reproduce; the counters add up). The outcome, bfloat16 and float16
+speculation keeping float32's speedup, is a speed figure: `python benchmarks/gpu_table.py` prints it
+(tests never assert on timings). In process, through the engine's step loop: no server needed.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -49,31 +49,6 @@ def greedy_rows(n: int, emit: Callable[[list[int], str | None], None]) -> list[R
     ]
 
 
-def tokens_per_second(tiny: TinyPaths, dtype: torch.dtype, draft: bool, batch: int = 64, steps: int = 30) -> float:
-    """Tokens a steady batch emits per second over ``steps`` steps, after 3 warm-up steps."""
-    emitted: list[int] = []
-    engine = admitted(tiny, dtype, draft, greedy_rows(batch, lambda tokens, finish: emitted.append(len(tokens))))
-    for _ in range(3):
-        engine._step()
-    torch.cuda.synchronize()
-    emitted.clear()
-    start = time.perf_counter()
-    for _ in range(steps):
-        engine._step()
-    torch.cuda.synchronize()
-    return sum(emitted) / (time.perf_counter() - start)
-
-
-def speculation_speedup(tiny: TinyPaths, dtype: torch.dtype) -> float:
-    return tokens_per_second(tiny, dtype, draft=True) / tokens_per_second(tiny, dtype, draft=False)
-
-
-@pytest.fixture(scope="module")
-def float32_speedup(tiny: TinyPaths) -> float:
-    with torch.inference_mode():
-        return speculation_speedup(tiny, torch.float32)
-
-
 @torch.inference_mode()
 @pytest.mark.parametrize("dtype", LOW_PRECISION)
 def test_speculative_steps_never_run_cudnn_attention(tiny: TinyPaths, dtype: str) -> None:
@@ -85,14 +60,6 @@ def test_speculative_steps_never_run_cudnn_attention(tiny: TinyPaths, dtype: str
     ops = {e.key for e in prof.key_averages()}
     assert "aten::scaled_dot_product_attention" in ops  # attention ran, and the profiler saw it
     assert not [op for op in ops if "cudnn" in op.lower() and "attention" in op.lower()]
-
-
-@torch.inference_mode()
-@pytest.mark.parametrize("dtype", LOW_PRECISION)
-def test_low_precision_speculation_keeps_float32s_speedup(tiny: TinyPaths, dtype: str, float32_speedup: float) -> None:
-    """Batch 64, tiny drafter k=4 against none, in the same process on the same GPU: a ratio of ratios,
-    so the GPU's speed cancels out. The margin (3/4) is far from the bug's 1/7."""
-    assert speculation_speedup(tiny, LOW_PRECISION[dtype]) >= 0.75 * float32_speedup
 
 
 @torch.inference_mode()
