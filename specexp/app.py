@@ -14,13 +14,14 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from specexp import point, server
+from specexp import help, point, server
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.console import console, invalid_config_exits, points_table
 from specexp.report.summary import summary_rows
 from specexp.result import PointResult
 
 register()
+help.register_resolvers()
 
 
 def task(raw: DictConfig) -> dict[str, Any]:

@@ -221,6 +221,15 @@ class TrackingConfig:
     enabled: bool = True
     uri: str = MISSING  # default sqlite:///<outputs>/mlflow.db (conf/tracking/mlflow.yaml)
     experiment: str = "specexp"
+    # Seconds between MLflow's system-metrics samples (CPU, memory, GPUs) in each point's measured
+    # window; 0 turns them off.
+    system_metrics_interval_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.system_metrics_interval_s < 0:
+            raise ConfigError(
+                "tracking.system_metrics_interval_s", "must be >= 0", "give seconds between samples, or 0 for none"
+            )
 
 
 @dataclass
@@ -237,10 +246,14 @@ class Config:
     # group option by a number, and `decode=4` is what users type.
     decode: int = 1
     repeats: int = 1  # measurements of this point on the same server, each with fresh prompts
+    # auto: a sweep's speculative point without a drafter=none point of the same settings gets one
+    # added (a speedup needs it); off: exactly the points asked for.
+    baseline: str = "auto"
     request_timeout_s: float = 600.0
     dry_run: bool = False
     outputs: str = MISSING  # where mlflow.db, optuna.db and built models live
     sweep_id: str | None = None  # set by specexp's sweepers; shared by the jobs of one multirun
+    run_name: str | None = None  # the point's MLflow run; sweepers name it by the axes that vary
     # The largest batch this job's server must take; set by the sweeper over jobs sharing a server.
     max_batch: int | None = None
 
@@ -249,6 +262,8 @@ class Config:
             raise ConfigError("batch", f"{self.batch} < 1", "use a concurrency of 1 or more, e.g. batch=1,4,8,16 -m")
         if self.decode < 1:
             raise ConfigError("decode", f"{self.decode} < 1", "use decode=1 (the default) or more")
+        if self.baseline not in ("auto", "off"):
+            raise ConfigError("baseline", f"unknown value {self.baseline!r}", "use auto (the default) or off")
         if self.repeats < 1:
             raise ConfigError("repeats", f"{self.repeats} < 1", "measure each point at least once")
         if self.max_batch is not None and self.max_batch < self.batch:

@@ -7,9 +7,12 @@ anything is sent anywhere; a failing point is recorded as failed (with the serve
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -93,8 +96,11 @@ def ensure_models(cfg: Config) -> None:
         ensure_tiny(Path(cfg.outputs))
 
 
-async def measure_once(cfg: Config, engine: Engine, base_url: str, stream: str) -> tuple[list[RequestRecord], dict]:
-    """Warm-up, counters, the measured window, counters: records and the speculation metrics."""
+async def measure_once(
+    cfg: Config, engine: Engine, base_url: str, stream: str, window: Callable[[], AbstractContextManager[None]]
+) -> tuple[list[RequestRecord], dict]:
+    """Warm-up, then inside ``window``: counters, the measured requests, counters. Returns the
+    records and the speculation metrics."""
     w = cfg.workload
     body = {
         "model": cfg.model.api_name,
@@ -112,11 +118,12 @@ async def measure_once(cfg: Config, engine: Engine, base_url: str, stream: str) 
         warm = make_prompts(w, w.warmups(cfg.batch), f"{stream}/warmup")
         if warm:
             await run_closed_loop(http, url, warm, cfg.batch, body, engine.observe, warmup=True)
-        before = await engine.read_counters(http, base_url)
         prompts = make_prompts(w, w.measured(cfg.batch), f"{stream}/measured")
-        with load_progress(len(prompts), f"batch {cfg.batch}") as on_done:
-            records = await run_closed_loop(http, url, prompts, cfg.batch, body, engine.observe, on_done)
-        after = await engine.read_counters(http, base_url)
+        with window():
+            before = await engine.read_counters(http, base_url)
+            with load_progress(len(prompts), f"batch {cfg.batch}") as on_done:
+                records = await run_closed_loop(http, url, prompts, cfg.batch, body, engine.observe, on_done)
+            after = await engine.read_counters(http, base_url)
     return records, acceptance_metrics(engine.acceptance(before, after, records))
 
 
@@ -126,6 +133,29 @@ async def fetch_server_info(engine: Engine, cfg: Config, base_url: str) -> dict[
             return await engine.server_info(http, base_url)
         except aiohttp.ClientError as exc:
             return {"error": str(exc)}
+
+
+def run_name(cfg: Config) -> str:
+    """What the point's run is called: a sweep's name for it (the axes that vary), else its settings."""
+    return cfg.run_name or f"{cfg.engine.name}/{cfg.model.name}: drafter={cfg.drafter.name} batch={cfg.batch}"
+
+
+@contextmanager
+def measured_window(cfg: Config, result: PointResult, span: list[int]) -> Iterator[None]:
+    """One measured window: the point's run is opened as the first one starts (so MLflow's monitor
+    samples the system into it); ``span`` holds the first window's start and the last one's end."""
+    start = tracking.now_ms()
+    if cfg.tracking.enabled and result.run_id is None:
+        try:
+            result.run_id = tracking.open_point(cfg.tracking, Path(cfg.outputs), run_name(cfg), cfg.sweep_id, start)
+        except Exception:  # the point goes on; its run is created when it ends
+            log.exception("could not open the point's MLflow run")
+    span[:1] = span[:1] or [start]
+    try:
+        with tracking.system_metrics(cfg.tracking, result.run_id):
+            yield
+    finally:
+        span[1:] = [tracking.now_ms()]
 
 
 def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResult:
@@ -152,6 +182,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
     server_log_start = 0
     log_path = Path(cfg.outputs).resolve() / "servers" / f"{time.strftime('%Y%m%d-%H%M%S')}-{key}.log"
     records: list[RequestRecord] = []
+    span: list[int] = []  # the measured window, ms since the epoch: the run's start and end
     try:
         ensure_models(cfg)
         preflight(cfg)
@@ -186,7 +217,8 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         for repeat in range(cfg.repeats):
             # unique per sweep, job and repeat; a single run uses its folder's name (new each run)
             stream = f"{cfg.sweep_id or job_dir.name}/{job_num}/{repeat}"
-            recs, acceptance = asyncio.run(measure_once(cfg, engine, srv.base_url, stream))
+            window = functools.partial(measured_window, cfg, result, span)
+            recs, acceptance = asyncio.run(measure_once(cfg, engine, srv.base_url, stream, window))
             records += recs
             repeat_metrics.append(requests.compute(recs) | acceptance)
         result.metrics |= repeat_metrics[0] if cfg.repeats == 1 else aggregate_repeats(repeat_metrics)
@@ -220,7 +252,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         _save_server_log(log_path, server_log_start, job_dir)
         _write_records(job_dir / "records.jsonl", records)
         _write_json(job_dir / "results.json", result.to_json())
-        _track(cfg, result, job_dir)
+        _track(cfg, result, job_dir, span[1] if len(span) > 1 else None)
     return result
 
 
@@ -243,14 +275,14 @@ def _save_server_log(log_path: Path, start: int, job_dir: Path) -> None:
         (job_dir / "server.log").write_bytes(f.read())
 
 
-def _track(cfg: Config, result: PointResult, job_dir: Path) -> None:
+def _track(cfg: Config, result: PointResult, job_dir: Path, end_time: int | None) -> None:
     if not cfg.tracking.enabled:
         return
     try:
         result.run_id = tracking.log_point(
             cfg.tracking,
             Path(cfg.outputs),
-            run_name=f"{cfg.engine.name}-{cfg.model.name}-{cfg.drafter.name}-b{cfg.batch}",
+            run_name=run_name(cfg),
             metrics=result.metrics,
             params=result.params,
             tags=result.tags,
@@ -267,6 +299,8 @@ def _track(cfg: Config, result: PointResult, job_dir: Path) -> None:
             ],
             status={"ok": "FINISHED", "failed": "FAILED"}.get(result.status, "KILLED"),
             sweep_id=cfg.sweep_id,
+            run_id=result.run_id,
+            end_time=end_time,
         )
         _write_json(job_dir / "results.json", result.to_json())
     except Exception:  # the results are on disk; tracking is best effort

@@ -15,6 +15,7 @@ from mlflow import MlflowClient
 
 from specexp.config import Config
 from specexp.configstore import CONF_DIR, register, to_config
+from specexp.models.tiny import ensure_tiny
 
 REPO = Path(__file__).resolve().parent.parent
 VLLM_PYTHON = Path(os.environ.get("SPECEXP_VLLM_VENV", REPO / ".venvs" / "vllm")) / "bin" / "python"
@@ -45,8 +46,20 @@ FAST = ["workload.num_prompts=4", "workload.warmup=1", "workload.output_len=16",
 
 @pytest.fixture(scope="session")
 def shared_outputs() -> Path:
-    """Where the tiny model is built once per machine (SPECEXP_OUTPUTS, else the repo's outputs/)."""
-    return Path(os.environ.get("SPECEXP_OUTPUTS", REPO / "outputs")).resolve()
+    """The tests' own outputs folder, where the tiny model is built once per machine
+    (SPECEXP_TEST_OUTPUTS, else tests/outputs): tests never write into the user's outputs/."""
+    path = Path(os.environ.get("SPECEXP_TEST_OUTPUTS", REPO / "tests" / "outputs")).resolve()
+    ensure_tiny(path)
+    return path
+
+
+def run_outputs(tmp_path: Path, shared_outputs: Path) -> Path:
+    """A test's own outputs folder (server logs, artifacts) that sees the shared built models."""
+    outputs = tmp_path / "outputs"
+    outputs.mkdir(exist_ok=True)
+    if not (outputs / "models").exists():
+        (outputs / "models").symlink_to(shared_outputs / "models")
+    return outputs
 
 
 @dataclass
@@ -81,7 +94,7 @@ def specexp(tmp_path: Path, shared_outputs: Path) -> Callable[..., Run]:
             *([] if any(o.startswith("hydra.sweeper.storage=") for o in overrides) else [storage]),
             *flags,
         ]
-        env = {**os.environ, "SPECEXP_OUTPUTS": str(shared_outputs)}
+        env = {**os.environ, "SPECEXP_OUTPUTS": str(run_outputs(tmp_path, shared_outputs))}
         proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
         return Run(proc, tmp_path, MlflowClient(tracking_uri=uri))
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from specexp.result import PointResult
 
 # Params that differ between points of one sweep without making them different experiments.
-_NOT_IDENTITY = ("sweep_id", "max_batch", "dry_run", "repeats", "tracking.")
+_NOT_IDENTITY = ("sweep_id", "run_name", "max_batch", "dry_run", "repeats", "tracking.")
 
 
 def identity(row: PointResult, drop: tuple[str, ...] = ()) -> tuple[tuple[str, str], ...]:

@@ -62,8 +62,8 @@ class LaunchingSweeper(Sweeper):
     def compose(self, overrides: Sequence[str]) -> Config:
         return to_config(self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides)))
 
-    def plan(self, jobs: list[list[str]], sweep_id: str) -> list[list[str]]:
-        return plan.plan(self.compose, jobs, sweep_id)
+    def plan(self, jobs: list[list[str]], sweep_id: str, names: list[str] | None = None) -> list[list[str]]:
+        return plan.plan(self.compose, jobs, sweep_id, names)
 
     def launch(self, run: SweepRun, jobs: list[list[str]], start: int) -> list[PointResult]:
         """Run jobs through Hydra's launcher; their results join the sweep's."""

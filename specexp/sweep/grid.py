@@ -5,7 +5,9 @@ from __future__ import annotations
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
+from specexp.console import invalid_config_exits
 from specexp.sweep.base import LaunchingSweeper, SweepRun
+from specexp.sweep.baselines import with_baselines
 
 
 class SweepFailed(SystemExit):
@@ -24,7 +26,8 @@ def run_grid(
 ) -> SweepRun:
     """Plan, launch in chunks of ``max_batch_size`` jobs, record; SweepFailed when a point failed."""
     run = sweeper.new_run()
-    jobs = sweeper.checked_plan(expand(sweeper, params, arguments), run.sweep_id)
+    with invalid_config_exits():
+        jobs = sweeper.plan(with_baselines(sweeper, expand(sweeper, params, arguments)), run.sweep_id)
     size = max_batch_size or len(jobs)
 
     def body(run: SweepRun) -> None:

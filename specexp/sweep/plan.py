@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from specexp.config import Config
 from specexp.point import describe, preflight
+from specexp.sweep.names import axes, override, point_names
 
 
 @dataclass
@@ -20,6 +21,11 @@ class Job:
     overrides: list[str]
     cfg: Config
     group: str
+    name: str  # its run's name in MLflow
+
+
+def _named(job: Job) -> list[str]:
+    return [*job.overrides, override("run_name", job.name)] if job.name else job.overrides
 
 
 def group_key(cfg: Config, global_max: int) -> str:
@@ -35,16 +41,22 @@ def order_by_server(jobs: Sequence[Job]) -> list[Job]:
     return sorted(jobs, key=lambda j: first[j.group])
 
 
-def plan(compose: Callable[[list[str]], Config], jobs: list[list[str]], sweep_id: str) -> list[list[str]]:
-    """Jobs ordered by server, each with ``sweep_id`` and its server's ``max_batch`` appended; the
-    engines' own parsers run once per server before anything starts (ConfigError on a refusal)."""
+def plan(
+    compose: Callable[[list[str]], Config], jobs: list[list[str]], sweep_id: str, names: list[str] | None = None
+) -> list[list[str]]:
+    """Jobs ordered by server, each with ``sweep_id``, its server's ``max_batch`` and its run's name
+    (``names``; default: the overrides that vary between jobs) appended; the engines' own parsers
+    run once per server before anything starts (ConfigError on a refusal)."""
     composed = [compose(o) for o in jobs]
     global_max = max(c.batch for c in composed)
-    planned = order_by_server([Job(o, c, group_key(c, global_max)) for o, c in zip(jobs, composed, strict=True)])
+    names = names or point_names(jobs, axes(jobs))
+    planned = order_by_server(
+        [Job(o, c, group_key(c, global_max), n) for o, c, n in zip(jobs, composed, names, strict=True)]
+    )
     group_max: dict[str, int] = {}
     for j in planned:
         group_max[j.group] = max(group_max.get(j.group, 0), j.cfg.batch)
     if not planned[0].cfg.dry_run:
         for group, first in {j.group: j for j in reversed(planned)}.items():
             preflight(replace(first.cfg, max_batch=group_max[group]))
-    return [[*j.overrides, f"sweep_id={sweep_id}", f"max_batch={group_max[j.group]}"] for j in planned]
+    return [[*_named(j), f"sweep_id={sweep_id}", f"max_batch={group_max[j.group]}"] for j in planned]

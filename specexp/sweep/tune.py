@@ -28,6 +28,7 @@ from specexp.console import console
 from specexp.metrics.registry import lookup
 from specexp.result import PointResult
 from specexp.sweep.base import LaunchingSweeper, SweepRun
+from specexp.sweep.names import point_names
 from specexp.sweep.space import Clause, SearchSpace, parse_condition, split_sweeps
 
 log = logging.getLogger("specexp")
@@ -174,8 +175,9 @@ class Tuner:
         values = self.space.suggest(trial)
         overrides = [*base, *self.space.overrides(values)]
         jobs = [[*overrides, f"batch={b}"] for b in self.batches] if self.batches else [overrides]
+        names = [f"trial {trial.number}: {n}" for n in point_names(jobs, [*values, "batch"])]
         try:
-            jobs = self.sweeper.plan(jobs, run.sweep_id)
+            jobs = self.sweeper.plan(jobs, run.sweep_id, names)
         except ConfigError as exc:  # the engine would refuse it: never launched
             trial.set_user_attr("infeasible", str(exc))
             self._tell(study, trial, state=TrialState.PRUNED)

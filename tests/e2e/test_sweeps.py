@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.conftest import FAST, engine_processes
+from tests.conftest import FAST, engine_processes, run_outputs
 
 
 def children_and_parent(runs):
@@ -31,6 +31,11 @@ def test_four_points_two_servers_either_order(specexp, order) -> None:
     launches = [c for c in children if c.data.tags["specexp.server_reused"] == "false"]
     assert len(launches) == 2 and all("server_startup_s" in c.data.metrics for c in launches)
     for c in children:
+        # named by the axes that vary; the run spans the measured window, sampled by MLflow's monitor
+        assert c.info.run_name == f"drafter={c.data.params['drafter.name']} batch={c.data.params['batch']}"
+        measured_ms = 1000 * c.data.metrics["output_tokens"] / c.data.metrics["output_throughput"]
+        assert c.info.end_time - c.info.start_time >= measured_ms - 1
+        assert "system/cpu_utilization_percentage" in c.data.metrics
         if c.data.params["drafter.name"] == "none":
             assert c.data.metrics["accept_length"] == 1.0
             assert "accept_rate" not in c.data.metrics
@@ -76,9 +81,9 @@ def test_sigint_mid_sweep_marks_the_run_and_leaves_no_engine(tmp_path, shared_ou
         f"hydra.sweep.dir={tmp_path}/multirun",
         "-m",
     ]
-    env = {**os.environ, "SPECEXP_OUTPUTS": str(shared_outputs)}
+    env = {**os.environ, "SPECEXP_OUTPUTS": str(run_outputs(tmp_path, shared_outputs))}
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    marker = str(shared_outputs / "models")
+    marker = str(tmp_path / "outputs" / "models")
     deadline = time.monotonic() + 180
     server_log = None
     while time.monotonic() < deadline and server_log is None:

@@ -1,10 +1,9 @@
 """Live reference servers for the tests: each configuration starts once per session, on a free port,
-in its own process group (killed at teardown), on the tiny model built into SPECEXP_OUTPUTS or
-<repo>/outputs (reused across runs)."""
+in its own process group (killed at teardown), on the tiny model built into the tests' own outputs
+(reused across runs)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +17,8 @@ from tests.reference.client import K
 
 
 @pytest.fixture(scope="session")
-def tiny() -> TinyPaths:
-    return ensure_tiny(Path(os.environ.get("SPECEXP_OUTPUTS", REPO / "outputs")))
+def tiny(shared_outputs: Path) -> TinyPaths:
+    return ensure_tiny(shared_outputs)
 
 
 @dataclass

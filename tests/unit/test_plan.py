@@ -11,6 +11,8 @@ def test_jobs_are_grouped_by_server_whatever_the_override_order(make_config) -> 
     assert drafters == ["drafter=none", "drafter=none", "drafter=tiny", "drafter=tiny"]
     assert [p[1] for p in planned] == ["batch=1", "batch=4", "batch=1", "batch=4"]  # command-line order kept
     assert all(p[-2:] == ["sweep_id=s1", "max_batch=4"] for p in planned)
+    names = [p[-3] for p in planned]  # each run named by what varies, batch last
+    assert names[0] == "run_name='drafter=none batch=1'" and names[-1] == "run_name='drafter=tiny batch=4'"
 
 
 def test_each_server_is_sized_to_its_own_largest_batch(make_config) -> None:

@@ -1,0 +1,65 @@
+"""specexp.tracking on a real sqlite store: the experiment's kind, the point run's window, system metrics."""
+
+import logging
+import time
+from pathlib import Path
+
+from mlflow import MlflowClient
+
+from specexp import tracking
+from specexp.config import TrackingConfig
+
+
+def store(tmp_path: Path, **kw) -> TrackingConfig:
+    return TrackingConfig(uri=f"sqlite:///{tmp_path / 'mlflow.db'}", **kw)
+
+
+def test_experiment_opens_on_runs_new_or_existing(tmp_path) -> None:
+    cfg = store(tmp_path)
+    mlflow = MlflowClient(cfg.uri)
+    old = mlflow.create_experiment("older")  # as specexp made it before, without the kind
+    made = tracking.experiment_id(tracking.client(cfg), cfg, tmp_path)
+    assert mlflow.get_experiment(made).tags["mlflow.experimentKind"] == "custom_model_development"
+    older = TrackingConfig(uri=cfg.uri, experiment="older")
+    assert tracking.experiment_id(tracking.client(older), older, tmp_path) == old
+    assert mlflow.get_experiment(old).tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_point_run_spans_its_window_with_system_metrics(tmp_path) -> None:
+    cfg = store(tmp_path, system_metrics_interval_s=0.2)
+    start = tracking.now_ms()
+    run_id = tracking.open_point(cfg, tmp_path, "drafter=tiny batch=16", None, start)
+    with tracking.system_metrics(cfg, run_id):
+        time.sleep(0.7)
+    end = tracking.now_ms()
+    time.sleep(0.3)  # logged later: the run must still end when the window did
+    tracking.log_point(cfg, tmp_path, "ignored", {"x": 1.0}, {}, {}, [], "FINISHED", None, run_id=run_id, end_time=end)
+    run = MlflowClient(cfg.uri).get_run(run_id)
+    assert run.info.run_name == "drafter=tiny batch=16"
+    assert (run.info.start_time, run.info.end_time) == (start, end)
+    cpu = MlflowClient(cfg.uri).get_metric_history(run_id, "system/cpu_utilization_percentage")
+    assert len(cpu) >= 2 and all(0 <= m.value <= 100 for m in cpu)  # the monitor's samples and the closing one
+    assert run.data.metrics["system/system_memory_usage_megabytes"] > 0
+
+
+def test_a_window_shorter_than_the_interval_still_gets_a_sample(tmp_path) -> None:
+    cfg = store(tmp_path, system_metrics_interval_s=30)
+    run_id = tracking.open_point(cfg, tmp_path, "p", None)
+    with tracking.system_metrics(cfg, run_id):
+        pass
+    assert "system/cpu_utilization_percentage" in MlflowClient(cfg.uri).get_run(run_id).data.metrics
+
+
+def test_no_system_metrics_when_turned_off(tmp_path) -> None:
+    cfg = store(tmp_path, system_metrics_interval_s=0)
+    run_id = tracking.open_point(cfg, tmp_path, "p", None)
+    with tracking.system_metrics(cfg, run_id):
+        pass
+    assert not MlflowClient(cfg.uri).get_run(run_id).data.metrics
+
+
+def test_new_store_says_nothing_about_its_tables(tmp_path, caplog) -> None:
+    cfg = store(tmp_path)
+    with caplog.at_level(logging.INFO):
+        tracking.experiment_id(tracking.client(cfg), cfg, tmp_path)
+    assert not [r for r in caplog.records if r.levelno < logging.WARNING and r.name.startswith(("mlflow", "alembic"))]
