@@ -66,11 +66,12 @@ def fmt(value: Any, digits: int = 1, ci: Any = None) -> str:
     return str(value)
 
 
-def points_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
-    """engine × drafter × batch → the headline columns and status (rows from report.summary.summary_rows)."""
+def points_table(rows: Sequence[dict[str, Any]], title: str, settings: Sequence[str] = ()) -> Table:
+    """engine × drafter × ``settings`` (a study's tuned keys) × batch → the headline columns and
+    status (rows from report.summary.summary_rows)."""
     table = Table(title=title)
-    for name in ("engine", "drafter", "batch"):
-        table.add_column(name, justify="left" if name != "batch" else "right")
+    for name in ("engine", "drafter", *settings, "batch"):
+        table.add_column(name, justify="left" if name in ("engine", "drafter") else "right")
     for key in TABLE_KEYS:
         table.add_column(header(key), justify="right")
     table.add_column("status")
@@ -79,6 +80,7 @@ def points_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
         table.add_row(
             fmt(row.get("engine.name")),
             fmt(row.get("drafter.name")),
+            *(fmt(row.get(key)) for key in settings),
             fmt(row.get("batch")),
             *cells,
             fmt(row.get("status")),

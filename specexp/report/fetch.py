@@ -6,7 +6,7 @@ report works from the parent run and its children alone, offline on a sqlite sto
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlflow import MlflowClient
 from mlflow.entities import Run
@@ -31,6 +31,13 @@ class Sweep:
     parent_id: str
     name: str
     rows: list[PointResult]
+    kind: str = "grid"  # grid | study
+    params: dict[str, str] = field(default_factory=dict)  # the parent's: swept axes, fixed settings
+
+    @property
+    def settings(self) -> list[str]:
+        """The swept keys that are not batch: a study's tuned parameters."""
+        return [k.removeprefix("swept.") for k in self.params if k.startswith("swept.") and k != "swept.batch"]
 
 
 def _search(mlflow: MlflowClient, exp_id: str, where: str, order_by: list[str] | None = None) -> list[Run]:
@@ -45,12 +52,17 @@ def _search(mlflow: MlflowClient, exp_id: str, where: str, order_by: list[str] |
 
 
 def find_sweep_parent(mlflow: MlflowClient, exp_id: str, ref: str) -> Run:
-    """The parent run named by ``ref``: a sweep id, a run name, a run id, or "latest" (newest first
-    when several match)."""
+    """The parent run named by ``ref``: a sweep id, a run name, a run id, or "latest": the newest
+    sweep that has a verdict (a grid), else the newest study."""
     if "'" in ref:
         raise SweepNotFound(f"no sweep {ref!r}: quotes are not allowed in a sweep reference")
     newest = ["attributes.start_time DESC"]
-    wheres = [_PARENTS] if ref == LATEST else [f"{_PARENTS} and {w.format(ref)}" for w in _REFS]
+    if ref == LATEST:
+        recent = mlflow.search_runs([exp_id], _PARENTS, max_results=100, order_by=newest)
+        grids = [r for r in recent if r.data.tags.get("specexp.kind", "grid") != "study"]
+        if grids or recent:
+            return (grids or recent)[0]
+    wheres = [] if ref == LATEST else [f"{_PARENTS} and {w.format(ref)}" for w in _REFS]
     for where in wheres:
         runs = mlflow.search_runs([exp_id], where, max_results=1, order_by=newest)
         if runs:
@@ -80,4 +92,6 @@ def fetch_sweep(mlflow: MlflowClient, experiment: str, ref: str) -> Sweep:
     sweep_id = parent.data.tags.get("specexp.sweep_id", "")
     runs = _search(mlflow, exp.experiment_id, f"tags.`specexp.sweep_id` = '{sweep_id}'")
     rows = [point_of(r) for r in runs if r.info.run_id != parent.info.run_id and "batch" in r.data.params]
-    return Sweep(sweep_id, parent.info.run_id, parent.info.run_name, sorted(rows, key=_order))
+    kind = parent.data.tags.get("specexp.kind", "grid")
+    order = sorted(rows, key=_order)
+    return Sweep(sweep_id, parent.info.run_id, parent.info.run_name, order, kind, dict(parent.data.params))

@@ -19,21 +19,28 @@ def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     return "\n".join("| " + " | ".join(str(c).replace("|", "\\|") for c in line) + " |" for line in lines)
 
 
-def points_markdown(rows: Sequence[PointResult]) -> str:
-    """config × batch → throughput, single-stream speed, speedup, acceptance, latency, status;
-    ``± ci95`` where the point was repeated."""
+def points_markdown(rows: Sequence[PointResult], settings: Sequence[str] = ()) -> str:
+    """config × ``settings`` (a study's tuned keys) × batch → throughput, single-stream speed,
+    speedup, acceptance, latency, status; ``± ci95`` where the point was repeated."""
     names = labels(series_key(r) for r in rows)
-    headers = ["config", "batch", *(header(k) for k in TABLE_KEYS), "status"]
+    headers = ["config", *settings, "batch", *(header(k) for k in TABLE_KEYS), "status"]
     body = []
-    for row, flat in zip(rows, summary_rows(list(rows)), strict=True):
+    for row, flat in zip(rows, summary_rows(list(rows), settings), strict=True):
         cells = [fmt(flat.get(key), digits(key), flat.get(f"{key}_ci95")) for key in TABLE_KEYS]
-        body.append([names[series_key(row)], str(flat["batch"]), *cells, str(flat["status"])])
+        tuned = [fmt(flat.get(key)) for key in settings]
+        body.append([names[series_key(row)], *tuned, str(flat["batch"]), *cells, str(flat["status"])])
     return table(headers, body)
 
 
-def sweep_report(title: str, rows: Sequence[PointResult], verdicts: Sequence[str], plots: Sequence[Path]) -> str:
+def sweep_report(
+    title: str,
+    rows: Sequence[PointResult],
+    verdicts: Sequence[str],
+    plots: Sequence[Path],
+    settings: Sequence[str] = (),
+) -> str:
     failed = sum(not r.ok for r in rows)
-    parts = [f"# {title}", f"{len(rows)} points, {failed} failed", points_markdown(rows)]
+    parts = [f"# {title}", f"{len(rows)} points, {failed} failed", points_markdown(rows, settings)]
     if verdicts:
         parts.append("\n".join(f"- {line}" for line in verdicts))
     images = [p.name for p in plots if p.suffix == ".png"]

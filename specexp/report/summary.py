@@ -23,11 +23,11 @@ LEAD_COLUMNS = (
 )
 
 
-def summary_rows(results: Sequence[PointResult]) -> list[dict[str, Any]]:
-    """One flat dict per point: its lead settings, status, every metric, where to find it."""
+def summary_rows(results: Sequence[PointResult], settings: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """One flat dict per point: its lead settings (and ``settings``), status, every metric, where to find it."""
     rows = []
     for r in results:
-        row = {k: r.params.get(k, "") for k in LEAD_COLUMNS}
+        row = {k: r.params.get(k, "") for k in dict.fromkeys([*LEAD_COLUMNS, *settings])}
         row |= {"status": r.status, **r.metrics, "run_id": r.run_id, "job_dir": r.job_dir, "error": r.error}
         rows.append(row)
     return rows

@@ -46,7 +46,12 @@ class SweepRun:
     sweep_dir: Path
     returns: list[JobReturn] = field(default_factory=list)
     results: list[PointResult] = field(default_factory=list)
-    summarize: Callable[[], tuple[dict[str, float], list[Path]]] | None = None  # extra parent metrics, files
+    # extra parent metrics, files, and the answer in words (a study's best settings)
+    summarize: Callable[[], tuple[dict[str, float], list[Path], list[str]]] | None = None
+    kind: str = "grid"  # grid | study: what the parent run holds
+    name: str = ""  # the parent run's name: what was swept
+    params: dict[str, str] = field(default_factory=dict)  # swept axes and the fixed configuration
+    settings: list[str] = field(default_factory=list)  # keys shown as table columns (a study's tuned ones)
 
 
 class LaunchingSweeper(Sweeper):
@@ -87,7 +92,13 @@ class LaunchingSweeper(Sweeper):
     def record(self, run: SweepRun, first: Config, expected: int, body: Callable[[SweepRun], None]) -> None:
         """Run ``body`` as the sweep, with a parent run and, whatever way it ends (done, failed,
         interrupted), no server left running and the summary written."""
-        recorder = None if first.dry_run else SweepRecorder.start(first, run.sweep_id, run.sweep_dir, expected)
+        recorder = (
+            None
+            if first.dry_run
+            else SweepRecorder.start(
+                first, run.sweep_id, run.sweep_dir, expected, run.kind, run.name or f"sweep-{run.sweep_id}", run.params
+            )
+        )
         interrupted = True
         try:
             body(run)
@@ -95,5 +106,5 @@ class LaunchingSweeper(Sweeper):
         finally:
             server.stop()
             if recorder is not None:
-                extra_metrics, extra_files = run.summarize() if run.summarize else ({}, [])
-                recorder.finish(run.results, interrupted, extra_metrics, extra_files)
+                extra_metrics, extra_files, answer = run.summarize() if run.summarize else ({}, [], [])
+                recorder.finish(run.results, interrupted, extra_metrics, extra_files, answer, run.settings)

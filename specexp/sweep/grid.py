@@ -8,6 +8,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from specexp.console import invalid_config_exits
 from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.baselines import with_baselines
+from specexp.sweep.names import sweep_name, sweep_params, swept
 
 
 class SweepFailed(SystemExit):
@@ -27,14 +28,17 @@ def run_grid(
     """Plan, launch in chunks of ``max_batch_size`` jobs, record; SweepFailed when a point failed."""
     run = sweeper.new_run()
     with invalid_config_exits():
-        jobs = sweeper.plan(with_baselines(sweeper, expand(sweeper, params, arguments)), run.sweep_id)
+        wanted = with_baselines(sweeper, expand(sweeper, params, arguments))
+        jobs = sweeper.plan(wanted, run.sweep_id)
+    first, what = sweeper.compose(jobs[0]), swept(wanted)
+    run.name, run.params = sweep_name(first, what), sweep_params(first, what)
     size = max_batch_size or len(jobs)
 
     def body(run: SweepRun) -> None:
         for start in range(0, len(jobs), size):
             sweeper.launch(run, jobs[start : start + size], start)
 
-    sweeper.record(run, sweeper.compose(jobs[0]), len(jobs), body)
+    sweeper.record(run, first, len(jobs), body)
     if any(r.status not in ("ok", "dry_run") for r in run.results):
         raise SweepFailed(1)
     return run

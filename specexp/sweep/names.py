@@ -1,9 +1,15 @@
 """What a sweep's runs are called in MLflow: each point by the settings that tell it apart from the
-other points of its sweep (``drafter=tiny batch=16``), so a run list reads without opening runs."""
+other points of its sweep (``drafter=tiny batch=16``), the sweep by what it swept
+(``torch/tiny: drafter none,tiny × batch 1–16``), so a run list reads without opening runs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+from omegaconf import OmegaConf
+
+from specexp.config import Config
+from specexp.point import flat_params
 
 
 def _key_value(override: str) -> tuple[str, str]:
@@ -32,3 +38,37 @@ def override(key: str, value: str) -> str:
     """``key='value'`` quoted for Hydra's override parser: spaces, ``=``, ``,`` and ``${`` stay literal."""
     escaped = value.replace("'", "\\'").replace("${", "\\${")
     return f"{key}='{escaped}'"
+
+
+def swept(jobs: Sequence[Sequence[str]]) -> dict[str, str]:
+    """Each axis with its values as the sweep's name shows them: ``1–16`` for three or more whole
+    numbers, else the values comma-separated in order of first appearance."""
+    out = {}
+    for key in axes(jobs):
+        values = list(dict.fromkeys(v for job in jobs for k, v in map(_key_value, job) if k == key))
+        whole = all(v.lstrip("-").isdigit() for v in values) and len(values) > 2
+        out[key] = f"{min(map(int, values))}–{max(map(int, values))}" if whole else ",".join(values)
+    return out
+
+
+def sweep_name(cfg: Config, what: Mapping[str, str]) -> str:
+    """``torch/tiny: drafter none,tiny × batch 1–16``: the engine and model (unless swept), then each
+    swept axis with its values."""
+    fixed = [name for key, name in (("engine", cfg.engine.name), ("model", cfg.model.name)) if key not in what]
+    axes_text = " × ".join(f"{k} {v}" for k, v in what.items()) or f"drafter {cfg.drafter.name} × batch {cfg.batch}"
+    return f"{'/'.join(fixed)}: {axes_text}" if fixed else axes_text
+
+
+# Settings every point of a sweep has its own value for: not the sweep's configuration.
+_PER_POINT = ("sweep_id", "run_name", "max_batch")
+
+
+def sweep_params(cfg: Config, what: Mapping[str, str]) -> dict[str, str]:
+    """The parent run's params: ``swept.<axis>`` for each swept axis, and every setting of ``cfg``
+    that no axis changes (the fixed configuration)."""
+    fixed = {
+        k: str(v)
+        for k, v in flat_params(OmegaConf.structured(cfg)).items()
+        if k not in _PER_POINT and not any(k == a or k.startswith(f"{a}.") for a in what)
+    }
+    return {**{f"swept.{k}": v for k, v in what.items()}, **fixed}

@@ -13,11 +13,13 @@ from __future__ import annotations
 import csv
 import logging
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import optuna
 from omegaconf import ListConfig
+from optuna.exceptions import ExperimentalWarning
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
@@ -26,9 +28,10 @@ from specexp import tracking
 from specexp.config import ConfigError, TuneConf
 from specexp.console import console
 from specexp.metrics.registry import lookup
+from specexp.report.study import best_line
 from specexp.result import PointResult
 from specexp.sweep.base import LaunchingSweeper, SweepRun
-from specexp.sweep.names import point_names
+from specexp.sweep.names import point_names, sweep_params
 from specexp.sweep.space import Clause, SearchSpace, parse_condition, split_sweeps
 
 log = logging.getLogger("specexp")
@@ -86,7 +89,8 @@ def violation(clause: Clause, metrics: dict[str, float]) -> float:
 
 
 def feasible(trial: optuna.trial.FrozenTrial) -> bool:
-    return all(v <= 0 for v in constraint_values(trial))
+    """Neither refused before launch (pruned as infeasible) nor past a constraint."""
+    return "infeasible" not in trial.user_attrs and all(v <= 0 for v in constraint_values(trial))
 
 
 class Tuner:
@@ -131,8 +135,15 @@ class Tuner:
         return self.objectives
 
     def sweep(self, arguments: list[str]) -> Any:
+        # Optuna's notes to library authors (experimental APIs) are nothing a user can act on.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExperimentalWarning)
+            return self._sweep(arguments)
+
+    def _sweep(self, arguments: list[str]) -> Any:
         base, swept = split_sweeps(arguments)
-        self.space = SearchSpace.parse({**self.params, **swept}, dict(self.conf.conditions))
+        space_text = {**self.params, **swept}
+        self.space = SearchSpace.parse(space_text, dict(self.conf.conditions))
         outputs = Path(str(self.config.outputs))
         url = self.conf.storage or f"sqlite:///{outputs / 'optuna.db'}"
         first = self.sweeper.compose(base)
@@ -151,6 +162,20 @@ class Tuner:
         study.set_metric_names(self.objective_names())
         run = self.sweeper.new_run()
         run.summarize = lambda: self._summarize(study, run.sweep_dir, url)
+        self.measured_batches = self.batches or [first.batch]
+        run.kind, run.settings = "study", list(self.space.distributions)
+        at = ",".join(map(str, self.measured_batches))
+        run.name = (
+            f"{first.engine.name}/{first.model.name}: drafter {first.drafter.name}, "
+            f"Optuna over {', '.join(self.space.distributions)} at batch {at}"
+        )
+        run.params = sweep_params(first, space_text) | {
+            "study.name": self.conf.study_name,
+            "study.objective": ",".join(self.objective_names()),
+            "study.direction": ",".join(self.directions),
+            "study.sampler": self.conf.sampler,
+            "study.n_trials": str(self.conf.n_trials),
+        }
         deadline = time.monotonic() + self.conf.timeout if self.conf.timeout else None
 
         def body(run: SweepRun) -> None:
@@ -197,7 +222,7 @@ class Tuner:
             trial.set_user_attr("constraints", [violation(c, r.metrics) for r in results for c in self.constraints])
             self._tell(study, trial, values=scores)
             console.print(f"trial {trial.number} {values}: {dict(zip(self.objective_names(), scores, strict=True))}")
-        self._tag_runs(results, trial.number, self.conf.study_name)
+        self._tag_runs(results, trial.number, self.conf.study_name, feasible(trial))
 
     def _tell(self, study: optuna.Study, trial: optuna.Trial, **result: Any) -> None:
         """study.tell; grid and brute-force samplers end the study by calling ``study.stop()``, which
@@ -209,7 +234,7 @@ class Tuner:
                 raise
             self.exhausted = True
 
-    def _tag_runs(self, results: list[PointResult], number: int, study_name: str) -> None:
+    def _tag_runs(self, results: list[PointResult], number: int, study_name: str, ok: bool) -> None:
         if not self.config.tracking.enabled:
             return
         try:
@@ -217,13 +242,22 @@ class Tuner:
             for r in results:
                 if r.run_id:
                     tracking.log_values(
-                        mlflow, r.run_id, tags={"optuna.trial": str(number), "optuna.study": study_name}
+                        mlflow,
+                        r.run_id,
+                        tags={
+                            "optuna.trial": str(number),
+                            "optuna.study": study_name,
+                            "optuna.feasible": str(ok).lower(),
+                        },
                     )
         except Exception:
             log.exception("could not tag the trial's MLflow runs")
 
-    def _summarize(self, study: optuna.Study, sweep_dir: Path, url: str) -> tuple[dict[str, float], list[Path]]:
-        """trials.csv, best.csv (the best trial per objective: the schedule) and parent metrics."""
+    def _summarize(
+        self, study: optuna.Study, sweep_dir: Path, url: str
+    ) -> tuple[dict[str, float], list[Path], list[str]]:
+        """trials.csv, best.csv (the best trial per objective: the schedule), parent metrics, and
+        the best settings per batch in words."""
         trials = study.get_trials(deepcopy=False)
         names = self.objective_names()
         with (sweep_dir / "trials.csv").open("w", newline="") as f:
@@ -241,6 +275,7 @@ class Tuner:
                 )
         done = [t for t in trials if t.state == TrialState.COMPLETE and feasible(t)]
         out: dict[str, float] = {"trials_complete": len(done), "trials_total": len(trials)}
+        answer: list[str] = []
         with (sweep_dir / "best.csv").open("w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["objective", "direction", "value", "trial", *self.space.distributions])
@@ -261,16 +296,24 @@ class Tuner:
                 out[f"best.{name}"] = best.values[i]
                 out[f"best_trial.{name}"] = best.number
                 out |= {f"best.{name}.{k}": float(v) for k, v in best.params.items() if isinstance(v, (int, float))}
-                out |= self._importances(study, i, name)
+                out |= self._importances(study, i, name, direction)
+                batch = self.measured_batches[i] if len(names) == len(self.measured_batches) else None
+                where = f"at batch {batch}" if batch is not None else f"for {name}"
+                answer.append(best_line(where, best.params, name, best.values[i], best.number))
         console.print(
             f"study {self.conf.study_name!r} in {url}: {len(done)} feasible complete trial(s); "
             f"best per objective in {sweep_dir / 'best.csv'}"
         )
-        return out, [sweep_dir / "trials.csv", sweep_dir / "best.csv"]
+        return out, [sweep_dir / "trials.csv", sweep_dir / "best.csv"], answer
 
-    def _importances(self, study: optuna.Study, index: int, name: str) -> dict[str, float]:
+    def _importances(self, study: optuna.Study, index: int, name: str, direction: str) -> dict[str, float]:
+        """How much each parameter matters to reaching the best values (PED-ANOVA, which ranks low
+        targets as best: a maximised objective is negated)."""
+        sign = -1.0 if direction == "maximize" else 1.0
         try:
-            imp = optuna.importance.get_param_importances(study, target=lambda t: t.values[index])
+            with warnings.catch_warnings():  # its reminder that low targets count as best: handled here
+                warnings.simplefilter("ignore", UserWarning)
+                imp = optuna.importance.get_param_importances(study, target=lambda t: sign * t.values[index])
         except (RuntimeError, ValueError, ZeroDivisionError):
             return {}  # too few trials, or a parameter never varied
         return {f"importance.{name}.{k}": v for k, v in imp.items()}

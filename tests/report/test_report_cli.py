@@ -47,12 +47,28 @@ def log_sweep(cfg: TrackingConfig, outputs: Path, sweep_id: str, nccl: str, scal
     return parent
 
 
+def log_study(cfg: TrackingConfig, outputs: Path, sweep_id: str) -> None:
+    """A depth study at batch 4: three trials, the fastest of them past a constraint (infeasible)."""
+    tags = {"specexp.kind": "study"}
+    parent = tracking.start_parent(cfg, outputs, sweep_id, f"torch/tiny: study {sweep_id}", tags)
+    params = {"swept.drafter.num_steps": "range(1, 9)", "study.objective": "output_throughput"}
+    tracking.log_values(tracking.client(cfg), parent, params={**params, "study.direction": "maximize"})
+    for trial, (steps, tput, ok) in enumerate([(1, 200.0, True), (3, 300.0, True), (8, 900.0, False)]):
+        params = {"engine.name": "torch", "model.name": "tiny", "drafter.name": "tiny", "batch": 4}
+        params |= {"drafter.num_steps": steps, "sweep_id": sweep_id}
+        tags = {"specexp.sweep_id": sweep_id, "specexp.status": "ok"}
+        tags |= {"optuna.trial": str(trial), "optuna.feasible": str(ok).lower()}
+        metrics = {"output_throughput": tput}
+        tracking.log_point(cfg, outputs, f"trial {trial}", metrics, params, tags, [], "FINISHED", sweep_id)
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     outputs = tmp_path_factory.mktemp("outputs")
     cfg = TrackingConfig(uri=f"sqlite:///{outputs / 'mlflow.db'}", experiment="specexp")
     parent_a = log_sweep(cfg, outputs, "sweep-a", "default", 1.0)
     log_sweep(cfg, outputs, "sweep-b", "pcie", 1.1, failed=True)
+    log_study(cfg, outputs, "study-c")  # the newest: "latest" still means the newest sweep with a verdict
     return {"uri": cfg.uri, "parent_a": parent_a}
 
 
@@ -95,6 +111,13 @@ def test_sweep_named_by_run_name_run_id_or_latest(store: dict, tmp_path: Path, c
     failed = parse(latest)[("torch/tiny", "16")]
     assert failed["status"] == "failed" and failed["output tok/s"] == "-"
     assert "10 points, 1 failed" in latest
+
+
+def test_a_study_reports_its_best_depth_per_batch(store: dict, tmp_path: Path, capsys) -> None:
+    out = run(store, capsys, "study-c", "--out", str(tmp_path), "--no-plots")
+    assert "# Study study-c: torch/tiny: study study-c" in out
+    assert "best at batch 4: drafter.num_steps=3 (output_throughput 300.0, trial 1)" in out  # not the infeasible 8
+    assert "| config | drafter.num_steps | batch |" in out  # the tuned parameter is a column
 
 
 def test_compare_two_sweeps_point_by_point(store: dict, tmp_path: Path, capsys) -> None:

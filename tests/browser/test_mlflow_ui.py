@@ -1,0 +1,149 @@
+"""The MLflow UI as a person sees it: a real sweep in a real store, `mlflow server`, headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import needs
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+pytestmark = [
+    pytest.mark.browser,
+    needs(CHROMIUM, "Debian's chromium", "apt-get install chromium chromium-driver"),
+    needs(CHROMEDRIVER, "Debian's chromedriver", "apt-get install chromium-driver"),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory, shared_outputs: Path) -> Path:
+    """A real two-batch envelope on the reference engine, recorded in its own sqlite store."""
+    from tests.conftest import FAST, run_outputs
+
+    work = tmp_path_factory.mktemp("sweep")
+    argv = [sys.executable, "-m", "specexp", *FAST, "drafter=none,tiny", "batch=1,4"]
+    argv += [f"tracking.uri=sqlite:///{work / 'mlflow.db'}", f"hydra.sweep.dir={work}/multirun", "-m"]
+    env = {**os.environ, "SPECEXP_OUTPUTS": str(run_outputs(work, shared_outputs))}
+    proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return work
+
+
+@pytest.fixture(scope="module")
+def mlflow_url(sweep: Path) -> Iterator[str]:
+    """`mlflow server` on the sweep's store, stopped at teardown."""
+    port = free_port()
+    argv = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{sweep / 'mlflow.db'}"]
+    argv += ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+    log = (sweep / "mlflow-server.log").open("w")
+    proc = subprocess.Popen(argv, cwd=sweep, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(url + "/health", timeout=2)
+                break
+            except OSError:
+                assert proc.poll() is None, (sweep / "mlflow-server.log").read_text()[-2000:]
+                assert time.monotonic() < deadline, "mlflow server never answered /health"
+                time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--window-size=1600,1000",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_for_text(driver, *texts: str, timeout: float = 60) -> str:
+    """The page's visible text once it shows every one of ``texts``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        body = driver.find_element("tag name", "body").text
+        if all(t in body for t in texts) or time.monotonic() > deadline:
+            return body
+        time.sleep(0.5)
+
+
+def screenshot(driver, name: str, tmp_path: Path) -> Path:
+    """Saved beside the test, and where SPECEXP_SCREENSHOTS points (to look at them)."""
+    path = tmp_path / f"{name}.png"
+    driver.save_screenshot(str(path))
+    if out := os.environ.get("SPECEXP_SCREENSHOTS"):
+        Path(out).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(out) / path.name)
+    return path
+
+
+def test_experiment_and_parent_run_read_like_the_sweep(sweep, mlflow_url, browser, tmp_path) -> None:
+    from mlflow import MlflowClient
+
+    store = MlflowClient(f"sqlite:///{sweep / 'mlflow.db'}")
+    exp = store.get_experiment_by_name("specexp")
+    runs = store.search_runs([exp.experiment_id])
+    (parent,) = [r for r in runs if r.data.tags.get("specexp.role") == "parent"]
+    assert parent.info.run_name == "torch/tiny: drafter none,tiny × batch 1,4"
+
+    browser.get(f"{mlflow_url}/#/experiments/{exp.experiment_id}")
+    page = wait_for_text(browser, parent.info.run_name)
+    # expand the sweep's row: its points are listed under it
+    for button in browser.find_elements("css selector", "button[aria-label*='xpand'], [data-testid*='expand']"):
+        try:
+            button.click()
+        except Exception:
+            continue
+    page = wait_for_text(browser, parent.info.run_name, "drafter=tiny batch=4", timeout=20)
+    screenshot(browser, "experiment", tmp_path)
+    assert parent.info.run_name in page, page[:2000]
+    assert "Traces" not in page.split(parent.info.run_name)[0] or "Runs" in page  # opened on the runs
+    for name in ("drafter=none batch=1", "drafter=none batch=4", "drafter=tiny batch=1", "drafter=tiny batch=4"):
+        assert name in page, (name, page[:3000])
+
+    browser.get(f"{mlflow_url}/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}")
+    page = wait_for_text(browser, "with tiny, speculation")
+    screenshot(browser, "parent-run", tmp_path)
+    assert "with tiny, speculation" in page, page[:3000]  # the verdict, in the run's description
+    assert "points, 0 failed" in page
