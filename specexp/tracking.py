@@ -50,6 +50,19 @@ def client(cfg: TrackingConfig) -> MlflowClient:
     return MlflowClient(tracking_uri=cfg.uri)
 
 
+def ui_path(exp_id: str, run_id: str | None = None) -> str:
+    """The MLflow UI's page of an experiment (or a run) on its runs: MLflow 3's UI otherwise starts
+    on its GenAI pages whatever the experiment's kind, until a user picks "Model training"."""
+    return f"#/experiments/{exp_id}" + (f"/runs/{run_id}" if run_id else "") + "?workflowType=machine_learning"
+
+
+def ui_hint(cfg: TrackingConfig, exp_id: str, run_id: str | None = None) -> str:
+    """Where to look: the page on the tracking server, or how to serve a local store and the page."""
+    if cfg.uri.startswith(("http://", "https://")):
+        return f"{cfg.uri.rstrip('/')}/{ui_path(exp_id, run_id)}"
+    return f"mlflow ui --backend-store-uri {cfg.uri}, then http://127.0.0.1:5000/{ui_path(exp_id, run_id)}"
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 

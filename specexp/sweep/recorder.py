@@ -95,5 +95,7 @@ class SweepRecorder:
                 mlflow.log_artifact(self.parent_id, str(path), artifact_path="plots")
             status = "KILLED" if interrupted else ("FAILED" if failed else "FINISHED")
             mlflow.set_terminated(self.parent_id, status)
+            exp_id = mlflow.get_run(self.parent_id).info.experiment_id
+            console.print(f"in MLflow: {tracking.ui_hint(self.cfg.tracking, exp_id, self.parent_id)}")
         except Exception:
             log.exception("MLflow sweep logging failed; the summary is in %s", self.sweep_dir)

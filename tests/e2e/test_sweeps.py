@@ -25,6 +25,12 @@ def test_four_points_two_servers_either_order(specexp, order) -> None:
     parents, children = children_and_parent(run.runs())
     assert len(parents) == 1 and len(children) == 4
     parent_id = parents[0].info.run_id
+    parent = parents[0]  # named by what was swept; its params and description say what it found
+    assert parent.info.run_name == "torch/tiny: drafter none,tiny × batch 1,4"
+    assert parent.data.params["swept.drafter"] == "none,tiny" and parent.data.params["swept.batch"] == "1,4"
+    assert parent.data.params["engine.name"] == "torch" and "batch" not in parent.data.params
+    note = parent.data.tags["mlflow.note.content"]
+    assert "with tiny, speculation" in note and "| config | batch |" in note
     assert all(c.data.tags["mlflow.parentRunId"] == parent_id for c in children)
     keys = {c.data.tags["specexp.server_key"] for c in children}
     assert len(keys) == 2

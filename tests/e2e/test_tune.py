@@ -2,6 +2,7 @@
 studies another process can open, infeasible trials never launched, failed trials recorded."""
 
 import csv
+import re
 import subprocess
 import sys
 
@@ -82,6 +83,13 @@ def test_study_resumes_and_another_process_loads_it(specexp, tmp_path) -> None:
     assert int(out.stdout) == 3  # n_trials is the study's total: the rerun added one measured trial
     # one MLflow run per measured trial over both invocations (the store is shared); pruned ones have none
     assert len([r for r in again.runs() if r.data.tags.get("specexp.role") != "parent"]) == 3
+    # what the user reads: the tuned parameters as columns, the best depth at the end, no library notes
+    err = again.proc.stderr
+    assert re.search(r"best at batch 1: drafter\.num_steps=\d", err), err[-3000:]
+    assert "ExperimentalWarning" not in err and "low `target` values" not in err
+    assert "no speculative point has a baseline" not in err
+    parents = [r for r in again.runs() if r.data.tags.get("specexp.role") == "parent"]
+    assert all("Optuna over drafter.num_steps" in p.info.run_name for p in parents)
 
 
 def test_infeasible_depths_are_pruned_and_never_launched(specexp) -> None:
@@ -95,8 +103,9 @@ def test_infeasible_depths_are_pruned_and_never_launched(specexp) -> None:
         "-m",
     )
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-    states = [row["state"] for row in csv.DictReader((run.workdir / "multirun" / "trials.csv").open())]
-    assert states == ["PRUNED", "PRUNED"]
+    rows = list(csv.DictReader((run.workdir / "multirun" / "trials.csv").open()))
+    assert [r["state"] for r in rows] == ["PRUNED", "PRUNED"]
+    assert [r["feasible"] for r in rows] == ["False", "False"]  # refused by the engine: not feasible
     assert "drafter.topk" in run.proc.stderr  # the engine's reason, shown to the user
     assert [r for r in run.runs() if r.data.tags.get("specexp.role") != "parent"] == []
 
