@@ -21,9 +21,10 @@ from specexp.config import Config, ConfigError
 from specexp.console import load_progress
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
-from specexp.load.client import run_closed_loop
+from specexp.load.arrivals import arrival_times
+from specexp.load.client import run_closed_loop, run_open_loop
 from specexp.load.prompts import make_prompts
-from specexp.metrics import requests
+from specexp.metrics import requests, slo, traffic
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.metrics.stats import aggregate_repeats
 from specexp.records import RequestRecord
@@ -93,7 +94,9 @@ def ensure_models(cfg: Config) -> None:
         ensure_tiny(Path(cfg.outputs))
 
 
-async def measure_once(cfg: Config, engine: Engine, base_url: str, stream: str) -> tuple[list[RequestRecord], dict]:
+async def measure_once(
+    cfg: Config, engine: Engine, base_url: str, stream: str, repeat: int
+) -> tuple[list[RequestRecord], dict]:
     """Warm-up, counters, the measured window, counters: records and the speculation metrics."""
     w = cfg.workload
     body = {
@@ -109,13 +112,18 @@ async def measure_once(cfg: Config, engine: Engine, base_url: str, stream: str) 
     timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(headers=engine.headers(cfg), timeout=timeout, connector=connector) as http:
-        warm = make_prompts(w, w.warmups(cfg.batch), f"{stream}/warmup")
+        warm = make_prompts(w, w.warmups(cfg.streams), f"{stream}/warmup")
         if warm:
-            await run_closed_loop(http, url, warm, cfg.batch, body, engine.observe, warmup=True)
+            await run_closed_loop(http, url, warm, cfg.streams, body, engine.observe, warmup=True)
         before = await engine.read_counters(http, base_url)
-        prompts = make_prompts(w, w.measured(cfg.batch), f"{stream}/measured")
-        with load_progress(len(prompts), f"batch {cfg.batch}") as on_done:
-            records = await run_closed_loop(http, url, prompts, cfg.batch, body, engine.observe, on_done)
+        prompts = make_prompts(w, w.measured(cfg.streams), f"{stream}/measured")
+        with load_progress(len(prompts), load_label(cfg)) as on_done:
+            if cfg.load.kind == "rate":
+                arrivals = arrival_times(len(prompts), cfg.load.rate, cfg.load.burstiness, (cfg.load.seed, repeat))
+                cap = cfg.load.max_concurrency
+                records = await run_open_loop(http, url, prompts, arrivals, cap, body, engine.observe, on_done)
+            else:
+                records = await run_closed_loop(http, url, prompts, cfg.batch, body, engine.observe, on_done)
         after = await engine.read_counters(http, base_url)
     return records, acceptance_metrics(engine.acceptance(before, after, records))
 
@@ -128,6 +136,10 @@ async def fetch_server_info(engine: Engine, cfg: Config, base_url: str) -> dict[
             return {"error": str(exc)}
 
 
+def load_label(cfg: Config) -> str:
+    return f"batch {cfg.batch}" if cfg.load.kind == "closed" else f"rate {cfg.load.rate:g}/s"
+
+
 def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResult:
     """Measure one point and record it; never raises for a failed point (only for interrupts)."""
     job_dir.mkdir(parents=True, exist_ok=True)
@@ -138,6 +150,8 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         model=cfg.model.name,
         drafter=cfg.drafter.name,
         batch=cfg.batch,
+        load=cfg.load.kind,
+        rate=cfg.load.rate,
         params=flat_params(raw),
         job_dir=str(job_dir),
     )
@@ -171,6 +185,8 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
             log_path, server_log_start = srv.log_path or log_path, srv.log_size()
         else:
             result.metrics["server_startup_s"] = srv.startup_s
+            if key_command is not None and cfg.load.kind == "rate":  # no batch says how it was sized
+                log.info("server admits %d running requests (%s)", cfg.capacity, cfg.capacity_source)
             _write_json(job_dir / "server_info.json", asyncio.run(fetch_server_info(engine, cfg, srv.base_url)))
         shown = srv.command or key_command
         if shown:
@@ -186,9 +202,11 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         for repeat in range(cfg.repeats):
             # unique per sweep, job and repeat; a single run uses its folder's name (new each run)
             stream = f"{cfg.sweep_id or job_dir.name}/{job_num}/{repeat}"
-            recs, acceptance = asyncio.run(measure_once(cfg, engine, srv.base_url, stream))
+            recs, acceptance = asyncio.run(measure_once(cfg, engine, srv.base_url, stream, repeat))
             records += recs
-            repeat_metrics.append(requests.compute(recs) | acceptance)
+            repeat_metrics.append(
+                requests.compute(recs) | traffic.compute(recs) | slo.compute(recs, cfg.slo) | acceptance
+            )
         result.metrics |= repeat_metrics[0] if cfg.repeats == 1 else aggregate_repeats(repeat_metrics)
         if key_command is not None and not cfg.drafter.speculative:
             # METRICS.md: 1.0 without speculation (known only for a server specexp launched itself)
@@ -243,14 +261,19 @@ def _save_server_log(log_path: Path, start: int, job_dir: Path) -> None:
         (job_dir / "server.log").write_bytes(f.read())
 
 
+def _load_tag(cfg: Config) -> str:
+    return f"b{cfg.batch}" if cfg.load.kind == "closed" else f"r{cfg.load.rate:g}"
+
+
 def _track(cfg: Config, result: PointResult, job_dir: Path) -> None:
+
     if not cfg.tracking.enabled:
         return
     try:
         result.run_id = tracking.log_point(
             cfg.tracking,
             Path(cfg.outputs),
-            run_name=f"{cfg.engine.name}-{cfg.model.name}-{cfg.drafter.name}-b{cfg.batch}",
+            run_name=f"{cfg.engine.name}-{cfg.model.name}-{cfg.drafter.name}-{_load_tag(cfg)}",
             metrics=result.metrics,
             params=result.params,
             tags=result.tags,
