@@ -186,7 +186,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         else:
             result.metrics["server_startup_s"] = srv.startup_s
             if key_command is not None and cfg.load.kind == "rate":  # no batch says how it was sized
-                log.info("server admits %d running requests (%s)", cfg.capacity, cfg.capacity_source)
+                log.info("server limit on running requests: %d (%s)", cfg.capacity, cfg.capacity_source)
             _write_json(job_dir / "server_info.json", asyncio.run(fetch_server_info(engine, cfg, srv.base_url)))
         shown = srv.command or key_command
         if shown:
