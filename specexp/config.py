@@ -364,11 +364,11 @@ class Config:
 
     @property
     def streams(self) -> int:
-        """The load's size in streams: the batch, or the rate rounded up within the cap. Warm-up runs at
-        it and the default request counts scale with it."""
+        """The load's size in streams: the batch, or the rate rounded up within the cap (else the
+        server's limit). Warm-up runs at it and the default request counts scale with it."""
         if self.load.kind == "closed":
             return self.batch
-        return min(math.ceil(self.load.rate), self.load.max_concurrency or math.inf)
+        return min(math.ceil(self.load.rate), self.concurrency or self.engine.max_running_requests or math.inf)
 
     @property
     def capacity_needed(self) -> int | None:
