@@ -23,8 +23,9 @@ in the job's output folder, written before anything is sent to MLflow.
 ## The measured window
 - Load is closed-loop by default (`load=closed`): `batch` requests in flight at all times until the
   point's prompts are used up. Or open-loop (`load=rate`): requests arrive at `load.rate` per second on
-  a seeded schedule (Poisson, or gamma gaps of shape `load.burstiness`) whatever is in flight, at most
-  `load.max_concurrency` at once when it is set; each request's scheduled `arrival` is in records.jsonl.
+  a seeded schedule (Poisson, or gamma gaps of shape `load.burstiness`, scaled so the window offers
+  exactly `load.rate`) whatever is in flight, at most `load.max_concurrency` at once when it is set;
+  each request's scheduled `arrival` is in records.jsonl.
 - Warm-up requests (default: `batch` of them, or the rate rounded up) run closed-loop first and are
   excluded from every metric below, including the engine's counters: the counters are read after
   warm-up and again after the last request.

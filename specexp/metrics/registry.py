@@ -133,7 +133,8 @@ METRICS: tuple[Metric, ...] = (
         "mean",
         None,
         "open loop (load=rate): the measured requests' scheduled arrivals, (n − 1) / (last arrival − first arrival); "
-        "load.rate up to the sampling noise of n arrivals",
+        "load.rate itself, since a schedule is scaled to offer exactly that over its window (the reference "
+        "achieved_rate is read against)",
         _O,
     ),
     Metric(
