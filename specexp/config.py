@@ -246,7 +246,6 @@ class LoadConfig:
         if self.kind == "closed":
             if self.rate is not None:
                 raise ConfigError("load.rate", "a closed loop has no request rate", "use load=rate, or drop load.rate")
-
             return
         if self.rate is None or not self.rate > 0:
             raise ConfigError(

@@ -266,7 +266,6 @@ def _load_tag(cfg: Config) -> str:
 
 
 def _track(cfg: Config, result: PointResult, job_dir: Path) -> None:
-
     if not cfg.tracking.enabled:
         return
     try:

@@ -46,7 +46,6 @@ class RequestRecord:
 
     @property
     def output_tokens(self) -> int:
-
         if self.completion_tokens is not None:
             return self.completion_tokens
         return sum(c.tokens for c in self.chunks)

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from specexp.config import SloConfig
 from specexp.result import PointResult
 
 # Params that differ between points of one sweep without making them different experiments.
@@ -22,7 +23,6 @@ class Axis:
     """A swept load axis, and the speedup that says whether speculation pays along it."""
 
     label: str  # the x axis of figures
-    unit: str  # after a value in words ("" for a batch)
     ratio: str  # speedup (output throughput) at a batch; decode_speedup at a rate
     crossover: str  # the sweep-level key where that ratio falls below 1
 
@@ -30,11 +30,10 @@ class Axis:
 # Below saturation every drafter of an open loop carries the offered rate, so their throughputs agree;
 # speculation pays there in per-stream speed (decode_speedup), which is what a user of a stream sees.
 AXES = {
-    "closed": Axis("batch", "", "speedup", "crossover_batch"),
-    "rate": Axis("request rate (req/s)", "req/s", "decode_speedup", "crossover_rate"),
+    "closed": Axis("batch", "speedup", "crossover_batch"),
+    "rate": Axis("request rate (req/s)", "decode_speedup", "crossover_rate"),
 }
 AXIS_PARAMS = ("batch", "rate", "load.rate")  # what the axes vary: never part of a series' identity
-SLO_TARGET = 0.9  # slo.target's default, for points recorded without it
 
 
 def x_of(row: PointResult) -> float:
@@ -140,7 +139,8 @@ def crossovers(rows: Sequence[PointResult], speedups: dict[int, dict[str, float]
 
 
 def slo_target(row: PointResult) -> float:
-    return float(row.params.get("slo.target", SLO_TARGET))
+    """The point's slo.target (its default for a point recorded without one)."""
+    return float(row.params.get("slo.target", SloConfig.target))
 
 
 def slo_rates(rows: Sequence[PointResult]) -> dict[str, float]:

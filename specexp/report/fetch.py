@@ -74,7 +74,6 @@ def _order(row: PointResult) -> tuple:
 
 def fetch_sweep(mlflow: MlflowClient, experiment: str, ref: str) -> Sweep:
     """The sweep's points, ordered by configuration then load; points without a batch are skipped."""
-
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is None:
         raise SweepNotFound(f"no experiment {experiment!r} in this tracking store")

@@ -30,7 +30,6 @@ def points_markdown(rows: Sequence[PointResult]) -> str:
     for row, flat in zip(rows, flats, strict=True):
         cells = [fmt(flat.get(key), digits(key), flat.get(f"{key}_ci95")) for key in keys]
         body.append([names[series_key(row)], load_cell(flat), *cells, str(flat["status"])])
-
     return table(headers, body)
 
 
