@@ -7,8 +7,9 @@ root ``Config`` calls once all groups are composed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from omegaconf import MISSING
 
@@ -57,8 +58,11 @@ class EngineConfig:
     startup_timeout_s: float = 600.0
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
-    # Concurrency the server must admit; None: the largest batch of this server's sweep.
+    # Concurrency the server must admit; None: the largest batch (or load.max_concurrency) of this
+    # server's sweep.
     max_running_requests: int | None = None
+    # False for an endpoint specexp does not launch: it has no limit for specexp to size.
+    launches_server: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.startup_timeout_s <= 0:
@@ -180,8 +184,9 @@ class WorkloadConfig:
     name: str = "random"
     kind: str = "random"  # random | builtin | jsonl
     path: str | None = None  # jsonl: one {"prompt": ...} per line
-    num_prompts: int | None = None  # measured requests per point; None: max(8, 4 x batch)
-    warmup: int | None = None  # warm-up requests per point; None: batch
+    # measured requests per point; None: max(8, 4 x streams) (streams: the batch, or the rate rounded up)
+    num_prompts: int | None = None
+    warmup: int | None = None  # warm-up requests per point; None: streams
     input_len: int = 64  # random: prompt tokens
     output_len: int = 64  # max_tokens
     ignore_eos: bool = True
@@ -209,11 +214,71 @@ class WorkloadConfig:
         if not 0 <= lo < hi:
             raise ConfigError("workload.token_range", f"[{lo}, {hi}) is empty", "use [lo, hi) with 0 <= lo < hi")
 
-    def measured(self, batch: int) -> int:
-        return self.num_prompts if self.num_prompts is not None else max(8, 4 * batch)
+    def measured(self, streams: int) -> int:
+        return self.num_prompts if self.num_prompts is not None else max(8, 4 * streams)
 
-    def warmups(self, batch: int) -> int:
-        return batch if self.warmup is None else self.warmup
+    def warmups(self, streams: int) -> int:
+        return streams if self.warmup is None else self.warmup
+
+
+LOAD_KINDS = ("closed", "rate")
+
+
+@dataclass
+class LoadConfig:
+    """How requests arrive. closed: ``batch`` streams, each sending its next request when the last one
+    ends. rate: an open loop, requests arriving at ``rate`` per second whatever is in flight, as a
+    deployment sees them; gaps are gamma-distributed with shape ``burstiness`` (1.0: Poisson, < 1
+    burstier, > 1 more regular), drawn from a generator seeded by ``seed`` and the repeat."""
+
+    name: str = "closed"
+    kind: str = "closed"  # one of LOAD_KINDS
+    rate: float | None = None  # rate: requests per second (conf/load/rate.yaml reads the root key `rate`)
+    burstiness: float = 1.0
+    # rate: requests in flight at most; later arrivals wait in the client (queue_ms) and the server is
+    # sized to the sweep's largest cap. None: no cap (then engine.max_running_requests sizes the server).
+    max_concurrency: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in LOAD_KINDS:
+            raise ConfigError("load.kind", f"unknown kind {self.kind!r}", f"use one of {LOAD_KINDS}")
+        if self.kind == "closed":
+            if self.rate is not None:
+                raise ConfigError("load.rate", "a closed loop has no request rate", "use load=rate, or drop load.rate")
+            return
+        if self.rate is None or not self.rate > 0:
+            raise ConfigError(
+                "load.rate",
+                f"an open loop needs a rate > 0 requests/s, not {self.rate}",
+                "add rate=4 (requests/s), or rate=1,2,4,8 -m to sweep it",
+            )
+        if not self.burstiness > 0:
+            raise ConfigError("load.burstiness", f"{self.burstiness} <= 0", "use 1.0 for Poisson, < 1 for bursts")
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ConfigError("load.max_concurrency", f"{self.max_concurrency} < 1", "use null (no cap) or >= 1")
+
+
+@dataclass
+class SloConfig:
+    """Latency targets a request must meet to count in ``goodput`` (unset ones are not checked);
+    ``target``: the fraction of requests that must meet them for a rate to count as sustained."""
+
+    ttft_ms: float | None = None  # from the request's scheduled arrival, so client-side queueing counts
+    tpot_ms: float | None = None
+    target: float = 0.9
+
+    def __post_init__(self) -> None:
+        for key in ("ttft_ms", "tpot_ms"):
+            value = getattr(self, key)
+            if value is not None and not value > 0:
+                raise ConfigError(f"slo.{key}", f"{value} <= 0", "give a positive number of milliseconds, or null")
+        if not 0 < self.target <= 1:
+            raise ConfigError("slo.target", f"{self.target} is not in (0, 1]", "use a fraction, e.g. slo.target=0.9")
+
+    @property
+    def given(self) -> bool:
+        return self.ttft_ms is not None or self.tpot_ms is not None
 
 
 @dataclass
@@ -240,7 +305,10 @@ class Config:
     nccl: NcclConfig = MISSING
     workload: WorkloadConfig = MISSING
     tracking: TrackingConfig = MISSING
+    load: LoadConfig = MISSING
+    slo: SloConfig = field(default_factory=SloConfig)
     batch: int = 1  # closed-loop concurrency
+    rate: float | None = None  # open-loop requests/s (load=rate reads it as load.rate)
     # Decode steps run back to back before the scheduler admits waiting requests (SGLang's
     # --num-continuous-decode-steps). A plain value, not a config group: Hydra cannot select a
     # group option by a number, and `decode=4` is what users type.
@@ -254,7 +322,8 @@ class Config:
     outputs: str = MISSING  # where mlflow.db, optuna.db and built models live
     sweep_id: str | None = None  # set by specexp's sweepers; shared by the jobs of one multirun
     run_name: str | None = None  # the point's MLflow run; sweepers name it by the axes that vary
-    # The largest batch this job's server must take; set by the sweeper over jobs sharing a server.
+    # The largest concurrency (batch, or load.max_concurrency) this job's server must take; set by the
+    # sweeper over jobs sharing a server.
     max_batch: int | None = None
 
     def __post_init__(self) -> None:
@@ -266,14 +335,32 @@ class Config:
             raise ConfigError("baseline", f"unknown value {self.baseline!r}", "use auto (the default) or off")
         if self.repeats < 1:
             raise ConfigError("repeats", f"{self.repeats} < 1", "measure each point at least once")
-        if self.max_batch is not None and self.max_batch < self.batch:
-            raise ConfigError("max_batch", f"{self.max_batch} < batch {self.batch}", "drop max_batch or raise it")
+        if self.rate is not None and self.load.kind == "closed":
+            raise ConfigError("rate", "a closed loop (load=closed) has no request rate", "add load=rate, or drop rate")
+        if self.load.kind == "rate" and self.batch != 1:
+            raise ConfigError(
+                "batch",
+                "an open loop (load=rate) has no batch",
+                "drop batch; cap concurrency with load.max_concurrency",
+            )
+        if self.max_batch is not None and self.max_batch < (self.concurrency or 0):
+            raise ConfigError(
+                "max_batch", f"{self.max_batch} < concurrency {self.concurrency}", "drop max_batch or raise it"
+            )
         capacity = self.engine.max_running_requests
-        if capacity is not None and capacity < self.capacity_needed:
+        if capacity is not None and capacity < (self.capacity_needed or 0):
             raise ConfigError(
                 "engine.max_running_requests",
-                f"{capacity} < batch {self.capacity_needed}: the server would queue requests and the point would lie",
-                "raise it or leave it null (specexp then uses the sweep's largest batch)",
+                f"{capacity} < {self.capacity_needed} requests in flight: the server would queue requests the "
+                "client counts as running, and the point would lie",
+                "raise it or leave it null (specexp then uses the sweep's largest batch or load.max_concurrency)",
+            )
+        if self.engine.launches_server and capacity is None and self.capacity_needed is None:
+            raise ConfigError(
+                "load.max_concurrency",
+                "an open loop without a cap leaves the server's limit on running requests unknown",
+                "cap it (load.max_concurrency=16: the client's cap and the server's limit) or size the server "
+                "(engine.max_running_requests=64: arrivals beyond it queue in the server)",
             )
         d = self.drafter
         if d.target is not None and d.target != self.model.name:
@@ -285,13 +372,37 @@ class Config:
         self.engine.check(self)
 
     @property
-    def capacity_needed(self) -> int:
-        return self.max_batch or self.batch
+    def concurrency(self) -> int | None:
+        """Requests in flight at most: the batch, or an open loop's cap (None: uncapped)."""
+        return self.batch if self.load.kind == "closed" else self.load.max_concurrency
+
+    @property
+    def streams(self) -> int:
+        """The load's size in streams: the batch, or the rate rounded up within the cap (else the
+        server's limit). Warm-up runs at it and the default request counts scale with it."""
+        if self.load.kind == "closed":
+            return self.batch
+        return min(math.ceil(self.load.rate), self.concurrency or self.engine.max_running_requests or math.inf)
+
+    @property
+    def capacity_needed(self) -> int | None:
+        return self.max_batch or self.concurrency
 
     @property
     def capacity(self) -> int:
-        """Requests the server admits at once: at least the largest batch it will see."""
-        return self.engine.max_running_requests or self.capacity_needed
+        """Requests the server admits at once: at least the largest batch or cap it will see."""
+        capacity = self.engine.max_running_requests or self.capacity_needed
+        if capacity is None:  # refused in __post_init__ for engines that launch a server
+            raise ConfigError("engine.max_running_requests", "unknown", "set it or load.max_concurrency")
+        return capacity
+
+    @property
+    def capacity_source(self) -> str:
+        """Where ``capacity`` came from, in words for the console."""
+        if self.engine.max_running_requests:
+            return "engine.max_running_requests"
+        which = "batch" if self.load.kind == "closed" else "load.max_concurrency"
+        return f"the largest {which} of this server's jobs" if self.max_batch else which
 
 
 @dataclass

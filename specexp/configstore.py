@@ -17,6 +17,7 @@ from specexp.config import (
     Config,
     ConfigError,
     DrafterConfig,
+    LoadConfig,
     ModelConfig,
     NcclConfig,
     SweeperConf,
@@ -50,6 +51,7 @@ def register() -> None:
         ("nccl", NcclConfig),
         ("workload", WorkloadConfig),
         ("tracking", TrackingConfig),
+        ("load", LoadConfig),
     ):
         cs.store(group=group, name=f"{group}_schema", node=node)
     # `+sweep=NAME` loads sweeps/NAME.yaml at the root, so a preset may set any key, hydra's included.

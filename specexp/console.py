@@ -13,11 +13,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from specexp.config import ConfigError
-from specexp.metrics.registry import TABLE_KEYS, digits, header
+from specexp.metrics.registry import digits, header, table_keys
 from specexp.records import RequestRecord
 
 # Tables are meant to be pasted: keep them wide when the output is a file or a pipe.
-console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 
 @contextmanager
@@ -66,22 +66,38 @@ def fmt(value: Any, digits: int = 1, ci: Any = None) -> str:
     return str(value)
 
 
+def load_header(rows: Sequence[dict[str, Any]]) -> str:
+    """The load column's name: batch, rate (req/s), or both for a table that mixes closed and open loops."""
+    kinds = {row.get("load.kind") or "closed" for row in rows}
+    return "batch" if "rate" not in kinds else "rate" if kinds == {"rate"} else "batch | rate"
+
+
+def load_cell(row: dict[str, Any]) -> str:
+    """A flat row's place on its load axis: its batch, or its request rate."""
+    rate = row.get("load.rate")
+    return fmt(row.get("batch")) if row.get("load.kind") != "rate" else f"{float(rate):g}/s"
+
+
 def points_table(rows: Sequence[dict[str, Any]], title: str, settings: Sequence[str] = ()) -> Table:
-    """engine × drafter × ``settings`` (a study's tuned keys) × batch → the headline columns and
-    status (rows from report.summary.summary_rows)."""
+    """engine × drafter × ``settings`` (a study's tuned keys) × load → the headline columns and status
+    (rows from report.summary.summary_rows)."""
     table = Table(title=title)
-    for name in ("engine", "drafter", *settings, "batch"):
-        table.add_column(name, justify="left" if name in ("engine", "drafter") else "right")
-    for key in TABLE_KEYS:
+    keys = table_keys(rows)
+    table.add_column("engine")
+    table.add_column("drafter")
+    for name in settings:
+        table.add_column(name, justify="right")
+    table.add_column(load_header(rows), justify="right")
+    for key in keys:
         table.add_column(header(key), justify="right")
     table.add_column("status")
     for row in rows:
-        cells = [fmt(row.get(key), digits(key), row.get(f"{key}_ci95")) for key in TABLE_KEYS]
+        cells = [fmt(row.get(key), digits(key), row.get(f"{key}_ci95")) for key in keys]
         table.add_row(
             fmt(row.get("engine.name")),
             fmt(row.get("drafter.name")),
             *(fmt(row.get(key)) for key in settings),
-            fmt(row.get("batch")),
+            load_cell(row),
             *cells,
             fmt(row.get("status")),
         )

@@ -12,7 +12,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -24,9 +24,10 @@ from specexp.config import Config, ConfigError
 from specexp.console import load_progress
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
-from specexp.load.client import run_closed_loop
+from specexp.load.arrivals import arrival_times
+from specexp.load.client import run_closed_loop, run_open_loop
 from specexp.load.prompts import make_prompts
-from specexp.metrics import requests
+from specexp.metrics import requests, slo, traffic
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.metrics.stats import aggregate_repeats
 from specexp.records import RequestRecord
@@ -97,10 +98,15 @@ def ensure_models(cfg: Config) -> None:
 
 
 async def measure_once(
-    cfg: Config, engine: Engine, base_url: str, stream: str, window: Callable[[], AbstractContextManager[None]]
+    cfg: Config,
+    engine: Engine,
+    base_url: str,
+    stream: str,
+    repeat: int = 0,
+    window: Callable[[], AbstractContextManager[None]] = nullcontext,
 ) -> tuple[list[RequestRecord], dict]:
-    """Warm-up, then inside ``window``: counters, the measured requests, counters. Returns the
-    records and the speculation metrics."""
+    """Warm-up, then inside ``window``: counters, the measured requests (closed or open loop),
+    counters. Returns the records and the speculation metrics."""
     w = cfg.workload
     body = {
         "model": cfg.model.api_name,
@@ -115,14 +121,20 @@ async def measure_once(
     timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(headers=engine.headers(cfg), timeout=timeout, connector=connector) as http:
-        warm = make_prompts(w, w.warmups(cfg.batch), f"{stream}/warmup")
+        warm = make_prompts(w, w.warmups(cfg.streams), f"{stream}/warmup")
         if warm:
-            await run_closed_loop(http, url, warm, cfg.batch, body, engine.observe, warmup=True)
-        prompts = make_prompts(w, w.measured(cfg.batch), f"{stream}/measured")
+            await run_closed_loop(http, url, warm, cfg.streams, body, engine.observe, warmup=True)
+        prompts = make_prompts(w, w.measured(cfg.streams), f"{stream}/measured")
         with window():
             before = await engine.read_counters(http, base_url)
-            with load_progress(len(prompts), f"batch {cfg.batch}") as on_done:
-                records = await run_closed_loop(http, url, prompts, cfg.batch, body, engine.observe, on_done)
+            with load_progress(len(prompts), load_label(cfg)) as on_done:
+                if cfg.load.kind == "rate":
+                    seed = (cfg.load.seed, repeat)
+                    arrivals = arrival_times(len(prompts), cfg.load.rate, cfg.load.burstiness, seed)
+                    cap = cfg.load.max_concurrency
+                    records = await run_open_loop(http, url, prompts, arrivals, cap, body, engine.observe, on_done)
+                else:
+                    records = await run_closed_loop(http, url, prompts, cfg.batch, body, engine.observe, on_done)
             after = await engine.read_counters(http, base_url)
     return records, acceptance_metrics(engine.acceptance(before, after, records))
 
@@ -135,9 +147,15 @@ async def fetch_server_info(engine: Engine, cfg: Config, base_url: str) -> dict[
             return {"error": str(exc)}
 
 
+def load_label(cfg: Config) -> str:
+    """Where the point sits on its load axis: ``batch 4`` or ``rate 2/s``."""
+    return f"batch {cfg.batch}" if cfg.load.kind == "closed" else f"rate {cfg.load.rate:g}/s"
+
+
 def run_name(cfg: Config) -> str:
     """What the point's run is called: a sweep's name for it (the axes that vary), else its settings."""
-    return cfg.run_name or f"{cfg.engine.name}/{cfg.model.name}: drafter={cfg.drafter.name} batch={cfg.batch}"
+    axis = load_label(cfg).replace(" ", "=")
+    return cfg.run_name or f"{cfg.engine.name}/{cfg.model.name}: drafter={cfg.drafter.name} {axis}"
 
 
 @contextmanager
@@ -168,6 +186,8 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         model=cfg.model.name,
         drafter=cfg.drafter.name,
         batch=cfg.batch,
+        load=cfg.load.kind,
+        rate=cfg.load.rate,
         params=flat_params(raw),
         job_dir=str(job_dir),
     )
@@ -202,6 +222,8 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
             log_path, server_log_start = srv.log_path or log_path, srv.log_size()
         else:
             result.metrics["server_startup_s"] = srv.startup_s
+            if key_command is not None and cfg.load.kind == "rate":  # no batch says how it was sized
+                log.info("server limit on running requests: %d (%s)", cfg.capacity, cfg.capacity_source)
             _write_json(job_dir / "server_info.json", asyncio.run(fetch_server_info(engine, cfg, srv.base_url)))
         shown = srv.command or key_command
         if shown:
@@ -218,9 +240,11 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
             # unique per sweep, job and repeat; a single run uses its folder's name (new each run)
             stream = f"{cfg.sweep_id or job_dir.name}/{job_num}/{repeat}"
             window = functools.partial(measured_window, cfg, result, span)
-            recs, acceptance = asyncio.run(measure_once(cfg, engine, srv.base_url, stream, window))
+            recs, acceptance = asyncio.run(measure_once(cfg, engine, srv.base_url, stream, repeat, window))
             records += recs
-            repeat_metrics.append(requests.compute(recs) | acceptance)
+            repeat_metrics.append(
+                requests.compute(recs) | traffic.compute(recs) | slo.compute(recs, cfg.slo) | acceptance
+            )
         result.metrics |= repeat_metrics[0] if cfg.repeats == 1 else aggregate_repeats(repeat_metrics)
         if key_command is not None and not cfg.drafter.speculative:
             # METRICS.md: 1.0 without speculation (known only for a server specexp launched itself)

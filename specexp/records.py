@@ -19,6 +19,10 @@ class Chunk:
 class RequestRecord:
     index: int
     send: float  # monotonic seconds when the request was sent
+    # Open loop: monotonic seconds when its schedule released it (send is later when load.max_concurrency
+    # held it back); None in a closed loop, where a request arrives as it is sent.
+    arrival: float | None = None
+
     end: float | None = None  # monotonic seconds of the last chunk (or of the failure)
     chunks: list[Chunk] = field(default_factory=list)
     prompt_tokens: int | None = None  # from the server's usage, else the client's count when it has one
@@ -34,6 +38,11 @@ class RequestRecord:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def arrived(self) -> float:
+        """When the request arrived: its scheduled arrival in an open loop, else its send."""
+        return self.send if self.arrival is None else self.arrival
 
     @property
     def output_tokens(self) -> int:

@@ -16,6 +16,8 @@ class PointResult:
     model: str = ""
     drafter: str = BASELINE
     batch: int = 0
+    load: str = "closed"  # load.kind: closed (batch streams) or rate (an open loop)
+    rate: float | None = None  # load.rate: an open loop's requests/s
     params: dict[str, Any] = field(default_factory=dict)  # the resolved config as dotted keys
     metrics: dict[str, float] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
@@ -41,6 +43,8 @@ class PointResult:
             model=str(params.get("model.name", "")),
             drafter=str(params.get("drafter.name", BASELINE)),
             batch=int(params.get("batch", 0)),
+            load=str(params.get("load.kind", "closed")),
+            rate=_number(params.get("load.rate")),
             params=params,
             **rest,
         )
@@ -51,3 +55,8 @@ class PointResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PointResult:
         return cls(**data)
+
+
+def _number(value: Any) -> float | None:
+    """A param as a number; None for an absent or null one (MLflow keeps None as the string "None")."""
+    return None if value in (None, "", "None", "null") else float(value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 
@@ -33,6 +33,7 @@ class ExternalEngineConfig(EngineConfig):
     api_key_env: str | None = None  # name of the variable holding the key (sent as a Bearer token)
     request_extra: dict[str, Any] = field(default_factory=dict)  # extra JSON fields for every request
     startup_timeout_s: float = 30.0
+    launches_server: ClassVar[bool] = False
 
     def check(self, cfg: Config) -> None:
         if not self.url.startswith(("http://", "https://")):

@@ -1,12 +1,15 @@
-"""The async streaming client: closed-loop load at a fixed concurrency, one record per request.
+"""The async streaming client: closed- or open-loop load, one record per request.
 
-One event loop and one keep-alive connection pool; ``batch`` workers each keep one request in
-flight until the prompts run out, so the server sees exactly ``batch`` concurrent requests.
+One event loop and one keep-alive connection pool. Closed loop: ``batch`` workers each keep one
+request in flight until the prompts run out, so the server sees exactly ``batch`` concurrent
+requests. Open loop: requests go out on an arrival schedule (specexp.load.arrivals) however many
+are in flight, optionally capped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -114,3 +117,40 @@ async def run_closed_loop(
 
     await asyncio.gather(*(worker() for _ in range(min(batch, len(prompts)))))
     return sorted(records, key=lambda r: r.index)
+
+
+async def run_open_loop(
+    http: aiohttp.ClientSession,
+    url: str,
+    prompts: list[Prompt],
+    arrivals: list[float],
+    max_concurrency: int | None,
+    body: dict[str, Any],
+    observe: Callable[[dict[str, Any], RequestRecord], None],
+    on_done: Callable[[RequestRecord], None] = lambda r: None,
+) -> list[RequestRecord]:
+    """Send prompt i at ``arrivals[i]`` seconds from now, whatever is in flight (an open loop); with
+    ``max_concurrency``, an arrival waits in the client until fewer are in flight. Each record keeps
+    its scheduled ``arrival`` beside its actual ``send``; records in prompt order."""
+    gate = asyncio.Semaphore(max_concurrency) if max_concurrency else contextlib.nullcontext()
+    records: list[RequestRecord] = []
+
+    async def send(record: RequestRecord, prompt: Prompt) -> None:
+        async with gate:
+            record.send = time.monotonic()
+            await stream_one(http, url, {**body, "prompt": prompt}, record, observe)
+        on_done(record)
+
+    start = time.monotonic()
+    tasks = []
+    for index, (prompt, offset) in enumerate(zip(prompts, arrivals, strict=True)):
+        due = start + offset
+        if (wait := due - time.monotonic()) > 0:
+            await asyncio.sleep(wait)
+        record = RequestRecord(index=index, send=due, arrival=due)
+        if isinstance(prompt, list):
+            record.prompt_tokens = len(prompt)
+        records.append(record)
+        tasks.append(asyncio.create_task(send(record, prompt)))
+    await asyncio.gather(*tasks)
+    return records

@@ -15,15 +15,21 @@ INTRO = """\
 <!-- Generated from specexp/metrics/registry.py by `python -m specexp.metrics.docs`: edit the registry. -->
 # Metrics contract
 
-What every point (one job: one server configuration at one batch size) records, under these exact
+What every point (one job: one server configuration at one load) records, under these exact
 MLflow keys. Users build dashboards, queries and comparisons on these names, so they are an interface:
 new keys may be added, none is renamed or redefined. Each key is also in the point's `results.json`
 in the job's output folder, written before anything is sent to MLflow.
 
 ## The measured window
-- Load is closed-loop: `batch` requests in flight at all times until the point's prompts are used up.
-- Warm-up requests (default: `batch` of them) run first and are excluded from every metric below,
-  including the engine's counters: the counters are read after warm-up and again after the last request.
+- Load is closed-loop by default (`load=closed`): `batch` requests in flight at all times until the
+  point's prompts are used up. Or open-loop (`load=rate`): requests arrive at `load.rate` per second on
+  a seeded schedule (Poisson, or gamma gaps of shape `load.burstiness`, scaled so the window offers
+  exactly `load.rate`) whatever is in flight, at most `load.max_concurrency` at once when it is set;
+  each request's scheduled `arrival` is in records.jsonl.
+- Warm-up requests (default: `batch` of them, or the rate rounded up) run closed-loop first and are
+  excluded from every metric below, including the engine's counters: the counters are read after
+  warm-up and again after the last request.
+
 - The window runs from the first measured request's send to the last measured response's end.
 - A prompt is never sent twice to the same server within a sweep unless the workload says so
   (prefix caches inflate repeat runs by large factors).

@@ -11,7 +11,9 @@ or ``.<name>`` is one member of a family declared with ``indexed`` or ``labelled
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 # Suffixes a sweep adds to a measured key: the 95% half-width and the standard deviation.
 INTERVAL_SUFFIXES = ("_ci95", "_std")
@@ -40,6 +42,7 @@ class Metric:
 
 
 _T, _L, _S, _C, _W = "Throughput", "Latency", "Speculation", "Counts and provenance", "Sweep level"
+_O = "Load and SLOs"
 
 METRICS: tuple[Metric, ...] = (
     Metric(
@@ -109,6 +112,73 @@ METRICS: tuple[Metric, ...] = (
         None,
         "output tokens / chunks: the client-side view of tokens per engine step",
         _L,
+    ),
+    Metric(
+        "concurrency",
+        "in flight",
+        "count",
+        1,
+        "mean",
+        None,
+        "requests in flight (send → end) over the window: time-weighted mean (Σ request durations / window seconds) "
+        "and the most at once",
+        _O,
+        stats=("mean", "max"),
+    ),
+    Metric(
+        "offered_rate",
+        "offered req/s",
+        "req/s",
+        2,
+        "mean",
+        None,
+        "open loop (load=rate): the measured requests' scheduled arrivals, (n − 1) / (last arrival − first arrival); "
+        "load.rate itself, since a schedule is scaled to offer exactly that over its window (the reference "
+        "achieved_rate is read against)",
+        _O,
+    ),
+    Metric(
+        "achieved_rate",
+        "achieved req/s",
+        "req/s",
+        2,
+        "mean",
+        True,
+        "open loop: successful completions, (n − 1) / (last end − first end); below offered_rate when the server "
+        "or the client's load.max_concurrency cannot keep up (the point is saturated)",
+        _O,
+    ),
+    Metric(
+        "queue_ms",
+        "queue",
+        "ms",
+        1,
+        "mean",
+        False,
+        "open loop: request send − scheduled arrival, the time an arrival waited for a slot under load.max_concurrency",
+        _O,
+        LATENCY_STATS,
+    ),
+    Metric(
+        "goodput",
+        "goodput req/s",
+        "req/s",
+        2,
+        "mean",
+        True,
+        "measured requests meeting every SLO set (first chunk − arrival ≤ slo.ttft_ms, TPOT ≤ slo.tpot_ms; the "
+        "arrival is the scheduled one in an open loop) / window seconds; only with an SLO set",
+        _O,
+    ),
+    Metric(
+        "slo_attainment",
+        "SLO met",
+        "",
+        3,
+        "mean",
+        True,
+        "requests meeting every SLO set / measured requests (a failed request meets none); only with an SLO set",
+        _O,
     ),
     Metric(
         "accept_length",
@@ -201,6 +271,34 @@ METRICS: tuple[Metric, ...] = (
         labelled=True,
         level="sweep",
     ),
+    Metric(
+        "crossover_rate",
+        "break-even rate",
+        "req/s",
+        2,
+        "mean",
+        True,
+        "per drafter (parent run), rate sweeps: the largest request rate at which speculation still wins on "
+        "per-stream decode speed (decode_speedup ≥ 1), interpolated in log2(rate) between measured rates; absent "
+        "when it always or never wins",
+        _W,
+        labelled=True,
+        level="sweep",
+    ),
+    Metric(
+        "slo_max_rate",
+        "max rate in SLO",
+        "req/s",
+        2,
+        "mean",
+        True,
+        "per series (parent run, the baseline included), rate sweeps: the largest request rate at which "
+        "slo_attainment ≥ slo.target, interpolated in log2(rate) between the last rate meeting it and the next; "
+        "absent when every or no measured rate meets it",
+        _W,
+        labelled=True,
+        level="sweep",
+    ),
 )
 
 BY_KEY = {m.key: m for m in METRICS}
@@ -217,9 +315,22 @@ TABLE_KEYS = (
     "ttft_ms_p99",
     "tpot_ms_p50",
 )
+# What an open loop adds to a table, and what an SLO adds, where a point has them.
+RATE_TABLE_KEYS = ("offered_rate", "achieved_rate")
+SLO_TABLE_KEYS = ("goodput", "slo_attainment")
 COMPARE_KEYS = ("output_throughput", "decode_speed_mean", "accept_length", "ttft_ms_p50", "tpot_ms_p50")
 # The headline metrics a point reports with an interval when it is measured more than once.
 COUNT_KEYS = tuple(k for m in METRICS if m.aggregate == "sum" for k in m.names())
+
+
+def table_keys(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The columns of a table of flat point rows (report.summary): TABLE_KEYS, then the open loop's and
+    the SLO's keys that some row has. Open loops only: the speedup shown is per stream, since below
+    saturation every drafter carries the offered rate and their throughputs agree."""
+    kinds = {row.get("load.kind") or "closed" for row in rows}
+    keys = tuple("decode_speedup" if k == "speedup" and kinds == {"rate"} else k for k in TABLE_KEYS)
+    extra = (*(RATE_TABLE_KEYS if "rate" in kinds else ()), *SLO_TABLE_KEYS)
+    return keys + tuple(k for k in extra if any(row.get(k) is not None for row in rows))
 
 
 def lookup(key: str) -> Metric | None:

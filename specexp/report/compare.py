@@ -1,6 +1,6 @@
 """Two sweeps point by point (e.g. before/after an NCCL change): ratios B/A of the headline metrics.
 
-Points match on every setting that makes them a different experiment, batch included, except the
+Points match on every setting that makes them a different experiment, the load included, except the
 settings that are the change itself: one value throughout A, another throughout B.
 """
 
@@ -10,10 +10,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from specexp.console import load_cell, load_header
 from specexp.metrics.registry import COMPARE_KEYS, header
+from specexp.report.analysis import AXIS_PARAMS
 from specexp.report.fetch import Sweep
 from specexp.report.markdown import fmt, table
 from specexp.report.series import labels, series_key, settings
+from specexp.report.summary import summary_rows
 from specexp.result import PointResult
 
 
@@ -26,10 +29,10 @@ class Comparison:
 
 
 def changed_settings(a: Sequence[PointResult], b: Sequence[PointResult]) -> dict[str, tuple[str, str]]:
-    """Settings constant within each sweep but different between them; never the batch."""
+    """Settings constant within each sweep but different between them; never the load (batch, rate)."""
     sa, sb = [dict(settings(r)) for r in a], [dict(settings(r)) for r in b]
     out = {}
-    for key in sorted(set().union(*sa, *sb) - {"batch"}):
+    for key in sorted(set().union(*sa, *sb) - set(AXIS_PARAMS)):
         va, vb = {d.get(key, "-") for d in sa}, {d.get(key, "-") for d in sb}
         if len(va) == len(vb) == 1 and va != vb:
             out[key] = (va.pop(), vb.pop())
@@ -62,16 +65,18 @@ def _geomean(values: list[float]) -> float | None:
 def compare_report(a: Sweep, b: Sweep) -> str:
     comp = compare(a.rows, b.rows)
     names = labels(series_key(r, comp.changed) for r, _ in comp.pairs)
-    headers = ["config", "batch", "A output tok/s", "B output tok/s", *(f"{header(m)} B/A" for m in COMPARE_KEYS)]
+    flats = summary_rows([ra for ra, _ in comp.pairs])
+    load = load_header(flats)
+    headers = ["config", load, "A output tok/s", "B output tok/s", *(f"{header(m)} B/A" for m in COMPARE_KEYS)]
     body, columns = [], {m: [] for m in COMPARE_KEYS}
-    for ra, rb in comp.pairs:
+    for (ra, rb), flat in zip(comp.pairs, flats, strict=True):
         ratios = {m: ratio(ra, rb, m) for m in COMPARE_KEYS}
         for m, v in ratios.items():
             if v is not None:
                 columns[m].append(v)
         tput = [fmt(r.metrics.get("output_throughput") if r.ok else None) for r in (ra, rb)]
         name = names[series_key(ra, comp.changed)]
-        body.append([name, str(ra.batch), *tput, *(fmt(ratios[m], 3) for m in COMPARE_KEYS)])
+        body.append([name, load_cell(flat), *tput, *(fmt(ratios[m], 3) for m in COMPARE_KEYS)])
     if body:
         body.append(["geomean", "", "", "", *(fmt(_geomean(columns[m]), 3) for m in COMPARE_KEYS)])
     changes = [f"- `{k}`: {va} → {vb}" for k, (va, vb) in comp.changed.items()] or ["- no setting differs"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
+from specexp.report.analysis import AXIS_PARAMS, x_of
 from specexp.report.summary import LEAD_COLUMNS
 from specexp.result import PointResult
 from specexp.tracking import PARENT_ROLE
@@ -80,11 +81,11 @@ def point_of(run: Run) -> PointResult:
 
 
 def _order(row: PointResult) -> tuple:
-    return (*(str(row.params.get(k, "")) for k in LEAD_COLUMNS if k != "batch"), row.batch)
+    return (*(str(row.params.get(k, "")) for k in LEAD_COLUMNS if k not in AXIS_PARAMS), x_of(row))
 
 
 def fetch_sweep(mlflow: MlflowClient, experiment: str, ref: str) -> Sweep:
-    """The sweep's points, ordered by configuration then batch; points without a batch are skipped."""
+    """The sweep's points, ordered by configuration then load; points without a batch are skipped."""
     exp = mlflow.get_experiment_by_name(experiment)
     if exp is None:
         raise SweepNotFound(f"no experiment {experiment!r} in this tracking store")

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from specexp.report.analysis import AXES, slo_target, x_of
 from specexp.report.series import group
 from specexp.result import PointResult
 
@@ -42,15 +43,23 @@ def _errors(halves: list[float | None]) -> list[float] | None:
     return None if all(h is None for h in halves) else [h or 0.0 for h in halves]
 
 
-def _vs_batch(series: dict[str, list[PointResult]], metric: str, suffix: str = "", dashed: bool = False) -> list[Line]:
+def _vs_load(series: dict[str, list[PointResult]], metric: str, suffix: str = "", dashed: bool = False) -> list[Line]:
+    """One line per series along its load axis (batch or request rate)."""
     lines = []
     for name, rows in series.items():
         have = [r for r in rows if r.metrics.get(metric) is not None]
         if have:
             y = [r.metrics[metric] for r in have]
             err = _errors([r.metrics.get(f"{metric}_ci95") for r in have])
-            lines.append(Line(name + suffix, [float(r.batch) for r in have], y, err, dashed, name))
+            lines.append(Line(name + suffix, [x_of(r) for r in have], y, err, dashed, name))
     return lines
+
+
+def _achieved(series: dict[str, list[PointResult]]) -> list[Line]:
+    """Achieved request rates, and the rates offered: a saturated point falls below that line."""
+    lines = _vs_load(series, "achieved_rate")
+    rates = sorted({r.rate for rows in series.values() for r in rows if r.load == "rate" and r.rate})
+    return [*lines, Line("offered (load.rate)", rates, rates, dashed=True, series="offered")] if lines else []
 
 
 def _per_position(series: dict[str, list[PointResult]]) -> list[Line]:
@@ -61,46 +70,86 @@ def _per_position(series: dict[str, list[PointResult]]) -> list[Line]:
             if keys:
                 y = [row.metrics[k] for _, k in keys]
                 err = _errors([row.metrics.get(f"{k}_ci95") for _, k in keys])
-                lines.append(Line(f"{name} b={row.batch}", [float(i) for i, _ in keys], y, err))
+                at = f"b={row.batch}" if row.load == "closed" else f"r={row.rate:g}"
+                lines.append(Line(f"{name} {at}", [float(i) for i, _ in keys], y, err))
     return lines
 
 
 def _latency(series: dict[str, list[PointResult]], metric: str) -> list[Line]:
-    return _vs_batch(series, f"{metric}_p50", " p50") + _vs_batch(series, f"{metric}_p99", " p99", dashed=True)
+    return _vs_load(series, f"{metric}_p50", " p50") + _vs_load(series, f"{metric}_p99", " p99", dashed=True)
 
 
-def _mark(key: str, crossovers: dict[str, float]) -> str:
-    """ "tiny crossover ≈ 5.7", with its 95% bounds when repeats gave them."""
-    label = f"{key.removeprefix('crossover_batch.')} crossover ≈ {crossovers[key]:.1f}"
-    lo, hi = crossovers.get(f"{key}_lo"), crossovers.get(f"{key}_hi")
-    return label + (f" (95% CI {lo:.1f}-{hi:.1f})" if lo is not None and hi is not None else "")
+def _marks(stem: str, what: str, crossovers: dict[str, float]) -> dict[str, float]:
+    """ "tiny crossover ≈ 5.7" per ``<stem>.*`` key, with its 95% bounds when intervals gave them."""
+    marks = {}
+    for key, value in crossovers.items():
+        if key.startswith(f"{stem}.") and not key.endswith(("_lo", "_hi")):
+            label = f"{key.removeprefix(f'{stem}.')} {what} ≈ {value:.1f}"
+            lo, hi = crossovers.get(f"{key}_lo"), crossovers.get(f"{key}_hi")
+            marks[label + (f" (95% CI {lo:.1f}-{hi:.1f})" if lo is not None and hi is not None else "")] = value
+    return marks
+
+
+def _xlabel(rows: Sequence[PointResult]) -> str:
+    return " / ".join(dict.fromkeys(AXES[r.load].label for r in rows if r.ok)) or "batch"
 
 
 def figures(rows: Sequence[PointResult], crossovers: dict[str, float]) -> list[Figure]:
     """Every figure that has data; failed points are left out."""
     series = group(rows)
-    marks = {_mark(k, crossovers): v for k, v in crossovers.items() if not k.endswith(("_lo", "_hi"))}
+    x = _xlabel(rows)
+    targets = {slo_target(r) for r in rows if r.ok and "slo_attainment" in r.metrics}
     specs = [
-        Figure(
-            "output_throughput", "Output throughput", "batch", "output tok/s", _vs_batch(series, "output_throughput")
-        ),
+        Figure("output_throughput", "Output throughput", x, "output tok/s", _vs_load(series, "output_throughput")),
         Figure(
             "speedup",
             "Speedup of speculation (output throughput vs drafter=none)",
-            "batch",
+            x,
             "speedup",
-            _vs_batch(series, "speedup"),
+            _vs_load(series, "speedup"),
             hline=1.0,
-            vlines=marks,
+            vlines=_marks("crossover_batch", "crossover", crossovers),
         ),
         Figure(
             "decode_speed",
             "Single-stream decode speed",
-            "batch",
+            x,
             "tok/s per stream",
-            _vs_batch(series, "decode_speed_mean"),
+            _vs_load(series, "decode_speed_mean"),
         ),
-        Figure("accept_length", "Accept length", "batch", "tokens per verify step", _vs_batch(series, "accept_length")),
+        Figure(
+            "decode_speedup",
+            "Per-stream speedup of speculation (decode speed vs drafter=none)",
+            x,
+            "stream speedup",
+            _vs_load(series, "decode_speedup"),
+            hline=1.0,
+            vlines=_marks("crossover_rate", "crossover", crossovers),
+        ),
+        Figure(
+            "request_rate",
+            "Achieved vs offered request rate (below the offered line: saturated)",
+            x,
+            "req/s",
+            _achieved(series),
+        ),
+        Figure(
+            "goodput",
+            "Goodput: requests per second meeting every SLO",
+            x,
+            "req/s",
+            _vs_load(series, "goodput"),
+        ),
+        Figure(
+            "slo_attainment",
+            "Share of requests meeting every SLO",
+            x,
+            "attainment",
+            _vs_load(series, "slo_attainment"),
+            hline=targets.pop() if len(targets) == 1 else None,
+            vlines=_marks("slo_max_rate", "max rate in SLO", crossovers),
+        ),
+        Figure("accept_length", "Accept length", x, "tokens per verify step", _vs_load(series, "accept_length")),
         Figure(
             "accept_rate_pos",
             "Acceptance per draft position",
@@ -109,7 +158,7 @@ def figures(rows: Sequence[PointResult], crossovers: dict[str, float]) -> list[F
             _per_position(series),
             log2x=False,
         ),
-        Figure("ttft", "Time to first token (p50 solid, p99 dashed)", "batch", "ms", _latency(series, "ttft_ms")),
-        Figure("tpot", "Time per output token (p50 solid, p99 dashed)", "batch", "ms", _latency(series, "tpot_ms")),
+        Figure("ttft", "Time to first token (p50 solid, p99 dashed)", x, "ms", _latency(series, "ttft_ms")),
+        Figure("tpot", "Time per output token (p50 solid, p99 dashed)", x, "ms", _latency(series, "tpot_ms")),
     ]
     return [f for f in specs if f.lines]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from specexp.console import fmt
-from specexp.metrics.registry import TABLE_KEYS, digits, header
+from specexp.console import fmt, load_cell, load_header
+from specexp.metrics.registry import digits, header, table_keys
 from specexp.report.series import labels, series_key
 from specexp.report.summary import summary_rows
 from specexp.result import PointResult
@@ -20,15 +20,17 @@ def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
 
 
 def points_markdown(rows: Sequence[PointResult], settings: Sequence[str] = ()) -> str:
-    """config × ``settings`` (a study's tuned keys) × batch → throughput, single-stream speed,
-    speedup, acceptance, latency, status; ``± ci95`` where the point was repeated."""
+    """config × ``settings`` (a study's tuned keys) × load → throughput, single-stream speed, speedup,
+    acceptance, latency, (rates, goodput,) status; ``± ci95`` where the point has an interval."""
     names = labels(series_key(r) for r in rows)
-    headers = ["config", *settings, "batch", *(header(k) for k in TABLE_KEYS), "status"]
+    flats = summary_rows(list(rows), settings)
+    keys = table_keys(flats)
+    headers = ["config", *settings, load_header(flats), *(header(k) for k in keys), "status"]
     body = []
-    for row, flat in zip(rows, summary_rows(list(rows), settings), strict=True):
-        cells = [fmt(flat.get(key), digits(key), flat.get(f"{key}_ci95")) for key in TABLE_KEYS]
+    for row, flat in zip(rows, flats, strict=True):
+        cells = [fmt(flat.get(key), digits(key), flat.get(f"{key}_ci95")) for key in keys]
         tuned = [fmt(flat.get(key)) for key in settings]
-        body.append([names[series_key(row)], *tuned, str(flat["batch"]), *cells, str(flat["status"])])
+        body.append([names[series_key(row)], *tuned, load_cell(flat), *cells, str(flat["status"])])
     return table(headers, body)
 
 

@@ -1,4 +1,4 @@
-"""Series of points (same settings, different batch) and readable labels for them.
+"""Series of points (same settings, different load: batch or request rate) and readable labels for them.
 
 Plots, tables and sweep comparisons all need to say which points belong together and to name
 them by what tells them apart, not by every setting.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from specexp.report.analysis import identity
+from specexp.report.analysis import AXIS_PARAMS, identity, x_of
 from specexp.result import PointResult
 
 Settings = tuple[tuple[str, str], ...]
@@ -23,7 +23,7 @@ def settings(row: PointResult, drop: Iterable[str] = ()) -> Settings:
 
 
 def series_key(row: PointResult, drop: Iterable[str] = ()) -> Settings:
-    return settings(row, ("batch", *drop))
+    return settings(row, (*AXIS_PARAMS, *drop))
 
 
 def labels(keys: Iterable[Settings]) -> dict[Settings, str]:
@@ -52,10 +52,10 @@ def labels(keys: Iterable[Settings]) -> dict[Settings, str]:
 
 
 def group(rows: Sequence[PointResult]) -> dict[str, list[PointResult]]:
-    """The ok points by series label, each series sorted by batch."""
+    """The ok points by series label, each series sorted along its load axis."""
     ok = [r for r in rows if r.ok]
     names = labels(series_key(r) for r in ok)
     out: dict[str, list[PointResult]] = {}
-    for row in sorted(ok, key=lambda r: r.batch):
+    for row in sorted(ok, key=x_of):
         out.setdefault(names[series_key(row)], []).append(row)
     return out

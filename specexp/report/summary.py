@@ -19,7 +19,9 @@ LEAD_COLUMNS = (
     "drafter.num_draft_tokens",
     "decode",
     "nccl.name",
+    "load.kind",
     "batch",
+    "load.rate",
 )
 
 

@@ -3,7 +3,9 @@
 Hydra varies the last override fastest, so ``batch=1,4 drafter=none,tiny`` alternates drafters and
 would relaunch the server for every job. Every job's config is composed and validated first (so
 bad input fails before any server starts), grouped by its server key in order of first appearance,
-and told the largest batch of its group (``max_batch``) so that one server admits them all.
+and told the largest concurrency of its group (``max_batch``: the largest batch, or an open loop's
+largest ``load.max_concurrency``) so that one server admits them all. An uncapped open loop adds
+nothing: its server is sized by engine.max_running_requests.
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ def _named(job: Job) -> list[str]:
     return [*job.overrides, override("run_name", job.name)] if job.name else job.overrides
 
 
-def group_key(cfg: Config, global_max: int) -> str:
-    """The server key with the capacity fixed, so jobs differing only in batch group together."""
-    return describe(replace(cfg, max_batch=max(global_max, cfg.batch))).key
+def group_key(cfg: Config, global_max: int | None) -> str:
+    """The server key with the capacity fixed, so jobs differing only in load group together."""
+    return describe(replace(cfg, max_batch=_largest(global_max, cfg.concurrency))).key
+
+
+def _largest(*sizes: int | None) -> int | None:
+    return max((s for s in sizes if s is not None), default=None)
 
 
 def order_by_server(jobs: Sequence[Job]) -> list[Job]:
@@ -48,15 +54,16 @@ def plan(
     (``names``; default: the overrides that vary between jobs) appended; the engines' own parsers
     run once per server before anything starts (ConfigError on a refusal)."""
     composed = [compose(o) for o in jobs]
-    global_max = max(c.batch for c in composed)
+    global_max = _largest(*(c.concurrency for c in composed))
     names = names or point_names(jobs, axes(jobs))
     planned = order_by_server(
         [Job(o, c, group_key(c, global_max), n) for o, c, n in zip(jobs, composed, names, strict=True)]
     )
-    group_max: dict[str, int] = {}
+    group_max: dict[str, int | None] = {}
     for j in planned:
-        group_max[j.group] = max(group_max.get(j.group, 0), j.cfg.batch)
+        group_max[j.group] = _largest(group_max.get(j.group), j.cfg.concurrency)
     if not planned[0].cfg.dry_run:
         for group, first in {j.group: j for j in reversed(planned)}.items():
             preflight(replace(first.cfg, max_batch=group_max[group]))
-    return [[*_named(j), f"sweep_id={sweep_id}", f"max_batch={group_max[j.group]}"] for j in planned]
+    sized = {g: [] if m is None else [f"max_batch={m}"] for g, m in group_max.items()}
+    return [[*_named(j), f"sweep_id={sweep_id}", *sized[j.group]] for j in planned]

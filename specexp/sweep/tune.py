@@ -25,8 +25,8 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from specexp import tracking
-from specexp.config import ConfigError, TuneConf
-from specexp.console import console
+from specexp.config import Config, ConfigError, TuneConf
+from specexp.console import console, invalid_config_exits
 from specexp.metrics.registry import lookup
 from specexp.report.study import best_line
 from specexp.result import PointResult
@@ -147,6 +147,8 @@ class Tuner:
         outputs = Path(str(self.config.outputs))
         url = self.conf.storage or f"sqlite:///{outputs / 'optuna.db'}"
         first = self.sweeper.compose(base)
+        with invalid_config_exits():
+            self._check_slo(first)
         if first.dry_run:
             console.print(f"search space: {self.space.distributions}\nconditions: {self.conf.conditions}")
             return None
@@ -184,6 +186,17 @@ class Tuner:
 
         self.sweeper.record(run, first, self.conf.n_trials, body)
         return study
+
+    def _check_slo(self, cfg: Config) -> None:
+        """Goodput and attainment exist only under an SLO: without one the objective would be missing
+        from every trial."""
+        needing = [o for o in self.objectives if lookup(o).key in ("goodput", "slo_attainment")]
+        if needing and not cfg.slo.given:
+            raise ConfigError(
+                "slo",
+                f"objective {needing[0]} needs a latency target, and none is set",
+                "set slo.ttft_ms and/or slo.tpot_ms, e.g. load=rate rate=4 load.max_concurrency=16 slo.ttft_ms=500",
+            )
 
     def _done(self, study: optuna.Study, deadline: float | None) -> bool:
         """n_trials counts measured trials; infeasible ones (never launched) only count toward a cap."""

@@ -1,0 +1,109 @@
+"""A rate sweep's analysis from hand-made points: crossovers along the rate, the highest rate each
+drafter sustains within its SLO, the verdict in words, and figures with rate on the x axis."""
+
+from __future__ import annotations
+
+import pytest
+
+from specexp.report.analysis import apply
+from specexp.report.figures import figures
+from specexp.report.verdict import verdicts
+from specexp.result import PointResult
+
+RATES = (1, 2, 4, 8)
+STREAM_SPEEDUP = {1: 1.8, 2: 1.4, 4: 1.1, 8: 0.7}
+ATTAINMENT = {"none": {1: 1.0, 2: 0.95, 4: 0.8, 8: 0.3}, "tiny": {1: 1.0, 2: 1.0, 4: 0.95, 8: 0.5}}
+
+
+def point(drafter: str, rate: float, ci: float | None = None) -> PointResult:
+    speed = 100.0 * (STREAM_SPEEDUP[rate] if drafter == "tiny" else 1.0)
+    params = {
+        "engine.name": "torch",
+        "model.name": "tiny",
+        "drafter.name": drafter,
+        "drafter.num_steps": 0 if drafter == "none" else 4,
+        "batch": 1,
+        "rate": rate,
+        "load.kind": "rate",
+        "load.rate": rate,
+        "load.max_concurrency": 16,
+        "slo.ttft_ms": 500.0,
+        "slo.tpot_ms": None,
+        "slo.target": 0.9,
+        "sweep_id": "s",
+        "max_batch": 16,
+    }
+    metrics = {
+        "output_throughput": 64.0 * rate,  # below saturation both carry the offered load
+        "decode_speed_mean": speed,
+        "offered_rate": rate,
+        "achieved_rate": rate,
+        "slo_attainment": ATTAINMENT[drafter][rate],
+        "goodput": rate * ATTAINMENT[drafter][rate],
+    }
+    if ci is not None:
+        metrics["slo_attainment_ci95"] = ci
+    return PointResult.from_params("ok", params, metrics=metrics)
+
+
+def sweep(ci: float | None = None) -> list[PointResult]:
+    return [point(d, r, ci) for d in ("none", "tiny") for r in RATES]
+
+
+def test_speculation_is_judged_per_stream_along_the_rate() -> None:
+    rows = sweep()
+    _speedups, cross = apply(rows)
+    assert rows[4].metrics["decode_speedup"] == pytest.approx(1.8)
+    assert rows[4].metrics["speedup"] == pytest.approx(1.0)  # the same offered load: no throughput gain
+    assert cross["crossover_rate.tiny"] == pytest.approx(2 ** (2 + 0.1 / 0.4))  # 1.1 at 4, 0.7 at 8
+    assert "crossover_batch.tiny" not in cross
+
+
+def test_the_highest_rate_within_the_slo_per_drafter_with_bounds() -> None:
+    _, cross = apply(sweep())
+    assert cross["slo_max_rate.none"] == pytest.approx(2 ** (1 + 0.05 / 0.15))  # 0.95 at 2, 0.8 at 4
+    assert cross["slo_max_rate.tiny"] == pytest.approx(2 ** (2 + 0.05 / 0.45))  # 0.95 at 4, 0.5 at 8
+    _, cross = apply(sweep(ci=0.03))
+    lo, mid, hi = cross["slo_max_rate.none_lo"], cross["slo_max_rate.none"], cross["slo_max_rate.none_hi"]
+    assert lo == pytest.approx(2 ** (1 + 0.02 / 0.15)) and lo < mid < hi
+
+
+def test_verdict_names_the_sustained_rate_and_where_speculation_stops_paying() -> None:
+    rows = sweep(ci=0.03)
+    speedups, cross = apply(rows)
+    assert verdicts(rows, speedups, cross) == [
+        "with none, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 2.5 (95% CI 2.2-2.9) req/s",
+        "with tiny, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 4.3 (95% CI 4.1-4.5) req/s",
+        "with tiny, speculation stops paying off above ≈ 4.8 req/s (per-stream decode speed vs drafter=none)",
+    ]
+
+
+def test_verdict_when_every_or_no_rate_meets_the_slo() -> None:
+    rows = [p for p in sweep() if p.rate in (1, 2)]
+    for p in rows:
+        if p.drafter == "none":
+            p.metrics["slo_attainment"] = 0.5
+    speedups, cross = apply(rows)
+    lines = verdicts(rows, speedups, cross)
+    assert (
+        "with none, fewer than 90% of requests meet the SLO (TTFT ≤ 500 ms) already at 1 req/s (attainment 50%)"
+        in lines
+    )
+    assert "with tiny, 90% of requests meet the SLO (TTFT ≤ 500 ms) at every measured rate (up to 2 req/s)" in lines
+    assert "with tiny, speculation wins at every measured rate (1-2 req/s; stream speedup 1.40x-1.80x)" in lines
+
+
+def test_figures_put_the_rate_on_the_x_axis() -> None:
+    rows = sweep()
+    _, cross = apply(rows)
+    specs = {f.name: f for f in figures(rows, cross)}
+    assert {"request_rate", "goodput", "slo_attainment", "decode_speedup"} <= set(specs)
+    assert specs["output_throughput"].xlabel == "request rate (req/s)"
+    achieved = specs["request_rate"].lines
+    assert [line.label for line in achieved] == ["torch/none", "torch/tiny", "offered (load.rate)"]
+    assert achieved[0].x == [1, 2, 4, 8] and achieved[-1].y == [1, 2, 4, 8]
+    assert specs["slo_attainment"].hline == 0.9
+    assert list(specs["slo_attainment"].vlines.values()) == pytest.approx(
+        [cross["slo_max_rate.none"], cross["slo_max_rate.tiny"]]
+    )
+    assert list(specs["decode_speedup"].vlines.values()) == pytest.approx([cross["crossover_rate.tiny"]])
