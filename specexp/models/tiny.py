@@ -29,6 +29,18 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 
 BOS, EOS = "<s>", "</s>"
 
+# The chat template, in tokenizer_config.json where Hugging Face tokenizers and vLLM read it: each turn
+# is ``<|role|>`` on its own line, the content, then EOS; a generation prompt opens the assistant's turn.
+# The role markers are plain text (no new special tokens), so the tokenizer, and so the weights, are
+# those of a template-free build.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{{ '<|' + message['role'] + '|>\\n' + message['content'] + eos_token + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}"
+)
+
 # Standard-library modules that exist in every CPython 3.11+ as plain files; their text trains the
 # tokenizer. Their content hash is part of the recipe, so another Python version rebuilds, never mixes.
 CORPUS = (
@@ -81,7 +93,7 @@ class Recipe:
     # Scale of the residual writes (o_proj, down_proj) of layers 1..N-1: sets the tiny drafter's acceptance.
     damping: float = 0.08
     eagle3_aux_layer_ids: tuple[int, ...] = (1, 4, 7)
-    version: int = 2  # 2: the EAGLE-3 head has no d2t/t2d (vLLM 0.32 loads it)
+    version: int = 3  # 2: the EAGLE-3 head has no d2t/t2d (vLLM 0.32 loads it); 3: a chat template
 
 
 @dataclass(frozen=True)
@@ -140,6 +152,7 @@ def _save_tokenizer(tok: Tokenizer, recipe: Recipe, out: Path) -> None:
         **special,
         "model_max_length": recipe.max_position_embeddings,
         "clean_up_tokenization_spaces": False,
+        "chat_template": CHAT_TEMPLATE,
     }
     _write_json(out / "tokenizer_config.json", config)
     _write_json(out / "special_tokens_map.json", special)

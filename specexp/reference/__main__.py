@@ -12,6 +12,7 @@ import torch
 from aiohttp import web
 from tokenizers import Tokenizer
 
+from specexp.reference.chat import ChatTemplate
 from specexp.reference.drafters import Drafter, ModelDrafter, NgramDrafter
 from specexp.reference.engine import Engine
 from specexp.reference.metrics import EngineMetrics
@@ -105,7 +106,8 @@ def build(args: argparse.Namespace) -> Server:
     metrics = EngineMetrics(k)
     engine = Engine(target, drafter, k, args.max_running_requests, args.num_continuous_decode_steps, metrics)
     tokenizer = Tokenizer.from_file(str(args.model / "tokenizer.json"))
-    return Server(engine, tokenizer, ServerSettings(args.served_model_name, args.max_model_len, args.seed))
+    settings = ServerSettings(args.served_model_name, args.max_model_len, args.seed)
+    return Server(engine, tokenizer, settings, ChatTemplate.from_dir(args.model))
 
 
 def main(argv: list[str] | None = None) -> None:

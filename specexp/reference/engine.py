@@ -224,6 +224,8 @@ class Engine:
             outs.append(out)
         # Count before emitting: a client that sees its last token and scrapes /metrics sees it counted.
         m.verify_steps.inc(b)
+        for seq, k in zip(seqs, k_list, strict=True):
+            seq.drafted += k
         drafted = sum(k_list)
         if drafted:
             m.drafts.inc(sum(k > 0 for k in k_list))

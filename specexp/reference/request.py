@@ -26,6 +26,7 @@ class RequestState:
     generator: torch.Generator | None = None  # None: greedy, no randomness drawn
     tokens: list[int] = field(default_factory=list)  # prompt + generated so far
     draft_len: int = 0  # tokens the draft model's cache holds
+    drafted: int = 0  # draft tokens proposed for this request: its share of the draft_tokens counter
     finish: str | None = None
     aborted: bool = False
 

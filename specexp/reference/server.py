@@ -3,6 +3,13 @@
 The engine thread hands each step's tokens to the request's coroutine through the event loop
 (``call_soon_threadsafe``), so one streamed event carries exactly the tokens of one engine step.
 Detokenization happens here, off the engine thread.
+
+``/v1/completions`` takes a prompt (text or token ids); ``/v1/chat/completions`` takes OpenAI messages
+and applies the model's chat template (specexp.reference.chat). Both stream the same events apart
+from the choice's shape. Per-request acceptance, asked with SGLang's ``return_spec_tokens_details``,
+comes in SGLang's shape (one ``{"choices": [], "sglext": {"spec_tokens_details": ...}}`` event before
+the usage event): ``spec_verify_ct`` counts this request's target steps, prefill included, exactly as
+the ``verify_steps`` counter does, so the requests' counts add up to the counters' deltas.
 """
 
 from __future__ import annotations
@@ -19,10 +26,11 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 from tokenizers import Tokenizer
 
+from specexp.reference.chat import ChatError, ChatTemplate
 from specexp.reference.engine import Engine
 from specexp.reference.request import RequestState as Sequence
 
-DEFAULT_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
+DEFAULT_MAX_TOKENS = 16  # OpenAI's default for /v1/completions; chat defaults to the rest of the context
 
 
 class APIError(Exception):
@@ -55,6 +63,42 @@ class Detokenizer:
 
 
 @dataclass(frozen=True)
+class Endpoint:
+    """What /v1/completions and /v1/chat/completions name and shape differently."""
+
+    id_prefix: str
+    object: str  # the whole (non-streamed) response
+    chunk_object: str  # each streamed event
+    chat: bool
+
+    def delta(self, text: str, tokens: list[int], finish: str | None) -> dict[str, Any]:
+        body = {"delta": {"content": text}} if self.chat else {"text": text}
+        return {"index": 0, **body, "token_ids": tokens, "logprobs": None, "finish_reason": finish}
+
+    def whole(self, text: str, tokens: list[int], finish: str | None) -> dict[str, Any]:
+        body = {"message": {"role": "assistant", "content": text}} if self.chat else {"text": text}
+        return {"index": 0, **body, "token_ids": tokens, "logprobs": None, "finish_reason": finish}
+
+
+COMPLETIONS = Endpoint("cmpl", "text_completion", "text_completion", chat=False)
+CHAT = Endpoint("chatcmpl", "chat.completion", "chat.completion.chunk", chat=True)
+# Request keys each endpoint refuses unless left at their defaults.
+_DEFAULTS = {"n": (None, 1), "best_of": (None, 1)}
+UNSUPPORTED = {
+    COMPLETIONS: ("n", "best_of", "stop", "logprobs", "echo", "suffix"),
+    CHAT: ("n", "stop", "logprobs", "top_logprobs", "tools", "response_format", "continue_final_message"),
+}
+
+
+@dataclass
+class Options:
+    stream: bool
+    usage: bool
+    prompt_ids: bool  # vLLM's return_token_ids: the prompt's ids in the first event
+    spec_details: bool  # SGLang's return_spec_tokens_details
+
+
+@dataclass(frozen=True)
 class ServerSettings:
     served_name: str
     max_model_len: int
@@ -73,10 +117,13 @@ def _number(body: dict[str, Any], key: str, default: Any, kind: type, low: float
 
 
 class Server:
-    def __init__(self, engine: Engine, tokenizer: Tokenizer, settings: ServerSettings) -> None:
+    def __init__(
+        self, engine: Engine, tokenizer: Tokenizer, settings: ServerSettings, chat: ChatTemplate | None = None
+    ) -> None:
         self.engine = engine
         self.tokenizer = tokenizer
         self.settings = settings
+        self.chat = chat
         self.vocab = engine.target.cfg.vocab_size
         self.seeds = torch.Generator().manual_seed(settings.seed)  # seeds unseeded requests' generators
 
@@ -88,6 +135,7 @@ class Server:
                 web.get("/v1/models", self.models),
                 web.get("/metrics", self.metrics),
                 web.post("/v1/completions", self.completions),
+                web.post("/v1/chat/completions", self.chat_completions),
             ]
         )
         app.on_startup.append(lambda _: asyncio.to_thread(self.engine.start))
@@ -120,19 +168,33 @@ class Server:
             raise APIError(400, "the prompt is empty")
         return ids
 
-    def _parse(self, body: Any) -> tuple[Sequence, dict[str, Any]]:
+    def _chat_prompt(self, body: dict[str, Any]) -> list[int]:
+        if self.chat is None:
+            raise APIError(400, "the model has no chat template (tokenizer_config.json chat_template)")
+        try:
+            text = self.chat.render(body.get("messages"), bool(body.get("add_generation_prompt", True)))
+        except ChatError as exc:
+            raise APIError(400, str(exc)) from None
+        ids = self.tokenizer.encode(text, add_special_tokens=False).ids  # the template writes them
+        if not ids:
+            raise APIError(400, "the rendered prompt is empty")
+        return ids
+
+    def _parse(self, body: Any, endpoint: Endpoint) -> tuple[Sequence, Options]:
         """Validate a request into a Sequence (emit wired later) and the response options."""
         if not isinstance(body, dict):
             raise APIError(400, "the request body must be a JSON object")
         name = body.get("model")
         if name is not None and name != self.settings.served_name:
             raise APIError(404, f"The model `{name}` does not exist.", "NotFoundError")
-        unsupported = [k for k in ("n", "best_of") if body.get(k) not in (None, 1)]
-        unsupported += [k for k in ("stop", "logprobs", "echo", "suffix") if body.get(k) not in (None, False, [], "")]
+        unsupported = [k for k in UNSUPPORTED[endpoint] if body.get(k) not in _DEFAULTS.get(k, (None, False, [], ""))]
         if unsupported:
             raise APIError(400, f"not supported by the reference engine: {', '.join(unsupported)}")
-        prompt = self._prompt(body.get("prompt"))
-        max_tokens = _number(body, "max_tokens", DEFAULT_MAX_TOKENS, int, 1, self.settings.max_model_len)
+        prompt = self._chat_prompt(body) if endpoint.chat else self._prompt(body.get("prompt"))
+        chat_cap = endpoint.chat and body.get("max_completion_tokens") is not None
+        key = "max_completion_tokens" if chat_cap else "max_tokens"
+        default = max(self.settings.max_model_len - len(prompt), 1) if endpoint.chat else DEFAULT_MAX_TOKENS
+        max_tokens = _number(body, key, default, int, 1, self.settings.max_model_len)
         if len(prompt) + max_tokens > self.settings.max_model_len:
             raise APIError(
                 400,
@@ -160,28 +222,39 @@ class Server:
             emit=lambda tokens, finish: None,
             generator=generator,
         )
-        return seq, {"stream": bool(body.get("stream", False)), "usage": bool(options.get("include_usage"))}
+        return seq, Options(
+            stream=bool(body.get("stream", False)),
+            usage=bool(options.get("include_usage")),
+            prompt_ids=bool(body.get("return_token_ids")),
+            spec_details=bool(body.get("return_spec_tokens_details")),
+        )
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, COMPLETIONS)
+
+    async def chat_completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, CHAT)
+
+    async def _serve(self, request: web.Request, endpoint: Endpoint) -> web.StreamResponse:
         try:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return APIError(400, f"malformed JSON body: {exc}").response()
         try:
-            seq, options = self._parse(body)
+            seq, options = self._parse(body, endpoint)
         except APIError as exc:
             return exc.response()
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[tuple[list[int], str | None]] = asyncio.Queue()
         seq.emit = lambda tokens, finish: loop.call_soon_threadsafe(events.put_nowait, (tokens, finish))
         self.engine.submit(seq)
-        head = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time())}
+        head = {"id": f"{endpoint.id_prefix}-{uuid.uuid4().hex}", "created": int(time.time())}
         head["model"] = self.settings.served_name
         detok = Detokenizer(self.tokenizer)
         try:
-            if options["stream"]:
-                return await self._stream(request, seq, events, detok, head, options["usage"])
-            return await self._complete(seq, events, detok, head)
+            if options.stream:
+                return await self._stream(request, endpoint, seq, events, detok, head, options)
+            return await self._complete(endpoint, seq, events, detok, head, options)
         finally:
             if seq.finish is None:
                 self.engine.abort(seq)
@@ -194,51 +267,83 @@ class Server:
             "total_tokens": len(seq.tokens),
         }
 
+    def _spec_details(self, seq: Sequence, steps: int) -> dict[str, Any]:
+        """SGLang's per-request fields over this request's ``steps`` engine steps (each emitted the
+        accepted drafts plus one token, so accepted = completion - steps)."""
+        completion = len(seq.tokens) - len(seq.prompt)
+        correct = completion - steps
+        details = {
+            "spec_verify_ct": steps,
+            "spec_num_correct_drafts": correct,
+            "spec_num_proposed_drafts": seq.drafted,
+            "spec_accept_length": completion / steps if steps else 0.0,
+            "spec_accept_rate": correct / seq.drafted if seq.drafted else 0.0,
+        }
+        return {"spec_tokens_details": details}
+
     async def _stream(
         self,
         request: web.Request,
+        endpoint: Endpoint,
         seq: Sequence,
         events: asyncio.Queue,
         detok: Detokenizer,
         head: dict[str, Any],
-        usage: bool,
+        options: Options,
     ) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
+        head = {**head, "object": endpoint.chunk_object}
+        first = {"prompt_token_ids": seq.prompt} if options.prompt_ids else {}
 
         async def send(obj: Any) -> None:
             await resp.write(b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n")
 
+        if endpoint.chat:  # the assistant's role opens the message, as OpenAI and vLLM stream it
+            opening = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+            await send({**head, "choices": [opening], **first})
+            first = {}
+        steps = 0
         while True:
             tokens, finish = await events.get()
             if finish == "error":
                 await send({"error": {"message": "engine failure", "type": "InternalServerError", "code": 500}})
                 break
+            steps += 1
             text = detok.add(tokens, finish is not None)
-            choice = {"index": 0, "text": text, "token_ids": tokens, "logprobs": None, "finish_reason": finish}
-            await send({**head, "choices": [choice]})
+            await send({**head, "choices": [endpoint.delta(text, tokens, finish)], **first})
+            first = {}
             if finish is not None:
                 break
-        if usage and seq.finish != "error":
-            await send({**head, "choices": [], "usage": self._usage(seq)})
+        if seq.finish != "error":
+            if options.spec_details:
+                await send({**head, "choices": [], "sglext": self._spec_details(seq, steps)})
+            if options.usage:
+                await send({**head, "choices": [], "usage": self._usage(seq)})
         await send(b"[DONE]")
         await resp.write_eof()
         return resp
 
     async def _complete(
-        self, seq: Sequence, events: asyncio.Queue, detok: Detokenizer, head: dict[str, Any]
+        self,
+        endpoint: Endpoint,
+        seq: Sequence,
+        events: asyncio.Queue,
+        detok: Detokenizer,
+        head: dict[str, Any],
+        options: Options,
     ) -> web.Response:
-        text, finish = [], None
+        text, finish, steps = [], None, 0
         while finish is None:
             tokens, finish = await events.get()
+            steps += 1
             text.append(detok.add(tokens, finish is not None))
         if finish == "error":
             return APIError(500, "engine failure", "InternalServerError").response()
-        choice = {
-            "index": 0,
-            "text": "".join(text),
-            "token_ids": seq.tokens[len(seq.prompt) :],
-            "logprobs": None,
-            "finish_reason": finish,
-        }
-        return web.json_response({**head, "choices": [choice], "usage": self._usage(seq)})
+        choice = endpoint.whole("".join(text), seq.tokens[len(seq.prompt) :], finish)
+        body = {**head, "object": endpoint.object, "choices": [choice], "usage": self._usage(seq)}
+        if options.prompt_ids:
+            body["prompt_token_ids"] = seq.prompt
+        if options.spec_details:
+            body["sglext"] = self._spec_details(seq, steps)
+        return web.json_response(body)
