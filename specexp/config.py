@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
+from string import Formatter
 from typing import Any, ClassVar
 
 from omegaconf import MISSING
@@ -177,18 +179,45 @@ class NcclConfig:
                 )
 
 
+WORKLOAD_KINDS = ("random", "builtin", "jsonl", "sharegpt", "mtbench", "hf", "humaneval")
+# Kinds read from a file at workload.path (hf: a path or a cached hub id in workload.dataset).
+FILE_KINDS = ("jsonl", "sharegpt", "mtbench")
+APIS = ("completions", "chat")
+
+
 @dataclass
 class WorkloadConfig:
-    """What is sent: prompts, lengths, sampling. Prompts are unique per point unless unique=false."""
+    """What is sent: prompts or conversations, the endpoint, lengths, sampling.
+
+    Datasets are read at run time (specexp.load.datasets), never copied into the repo. A conversation's
+    user turns go one request each, every turn after the model's own answer to the one before (as
+    MT-Bench sends them). Every point of a sweep sends the same items in the same order; with
+    ``unique`` (the default) each point tags them so no server sees a prompt twice.
+    """
 
     name: str = "random"
-    kind: str = "random"  # random | builtin | jsonl
-    path: str | None = None  # jsonl: one {"prompt": ...} per line
-    # measured requests per point; None: max(8, 4 x streams) (streams: the batch, or the rate rounded up)
+    kind: str = "random"  # one of WORKLOAD_KINDS
+    # completions: /v1/completions with the bare prompt; chat: /v1/chat/completions with OpenAI messages,
+    # so the engine applies the model's own chat template.
+    api: str = "completions"
+    path: str | None = None  # jsonl/sharegpt/mtbench: the file; hf: a saved dataset, a data folder or file
+    # The environment variable a preset reads its path from (in ``path: ${oc.env:${.path_env},null}``);
+    # named in the error when it is unset.
+    path_env: str | None = None
+    dataset: str | None = None  # hf: a hub id, read from the local cache only (offline)
+    subset: str | None = None  # hf: the dataset's configuration name
+    split: str = "train"  # hf
+    column: str | None = None  # hf: the prompt (text) or messages (list) column; None: the first usual name
+    category_column: str | None = None  # hf/jsonl: the column naming each item's category; None: "category"
+    turns: int | None = None  # user turns sent per conversation; None: all
+    prompt_format: str = "{prompt}"  # wraps each user turn (humaneval: an instruction around the code)
+    # measured conversations per point; None: max(8, 4 x streams) (streams: the batch, or the rate rounded up)
     num_prompts: int | None = None
-    warmup: int | None = None  # warm-up requests per point; None: streams
+    warmup: int | None = None  # warm-up conversations per point; None: streams
     input_len: int = 64  # random: prompt tokens
-    output_len: int = 64  # max_tokens
+    # max_tokens: every request's length with ignore_eos=true (fixed lengths), the cap with
+    # ignore_eos=false (natural lengths: the model stops at its end of sequence).
+    output_len: int = 64
     ignore_eos: bool = True
     temperature: float = 0.0
     token_range: list[int] = field(default_factory=lambda: [100, 1000])  # random: ids drawn from [lo, hi)
@@ -196,11 +225,43 @@ class WorkloadConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.kind not in ("random", "builtin", "jsonl"):
-            raise ConfigError("workload.kind", f"unknown kind {self.kind!r}", "use random, builtin or jsonl")
-        if self.kind == "jsonl" and not self.path:
+        if self.kind not in WORKLOAD_KINDS:
+            raise ConfigError("workload.kind", f"unknown kind {self.kind!r}", f"use one of {WORKLOAD_KINDS}")
+        if self.api not in APIS:
+            raise ConfigError("workload.api", f"unknown api {self.api!r}", "use completions or chat")
+        if self.api == "chat" and self.kind == "random":
             raise ConfigError(
-                "workload.path", "a jsonl workload needs a file", "set workload.path=/path/to/prompts.jsonl"
+                "workload.api",
+                "random token ids have no text to put in chat messages",
+                "use workload.api=completions, or a text workload (workload=builtin, humaneval, sharegpt, ...)",
+            )
+        if self.kind in FILE_KINDS and not self.path:
+            where = f"; its preset reads it from ${self.path_env}, which is not set" if self.path_env else ""
+            env = f"export {self.path_env}=/path/to/file, or " if self.path_env else ""
+            raise ConfigError(
+                "workload.path",
+                f"workload kind {self.kind} needs a file{where}",
+                f"{env}set workload.path=/path/to/file, or pick another workload (e.g. workload=humaneval)",
+            )
+        if self.kind in FILE_KINDS and not Path(self.path).expanduser().is_file():
+            raise ConfigError("workload.path", f"{self.path} is not a file", "point workload.path at the dataset file")
+        if self.kind == "hf" and bool(self.path) == bool(self.dataset):
+            raise ConfigError(
+                "workload.path",
+                "workload kind hf needs exactly one of path (a local dataset) and dataset (a cached hub id)",
+                "set workload.path=/path/to/saved_dataset or workload.dataset=owner/name",
+            )
+        if self.turns is not None and self.turns < 1:
+            raise ConfigError("workload.turns", f"{self.turns} < 1", "send at least one turn, or null for all")
+        try:
+            fields = [f for _, f, _, _ in Formatter().parse(self.prompt_format) if f is not None]
+        except ValueError as exc:
+            fields = [f"({exc})"]
+        if fields != ["prompt"]:
+            raise ConfigError(
+                "workload.prompt_format",
+                f"{self.prompt_format!r} must have exactly one {{prompt}} field, has {fields}",
+                "put {prompt} where the text goes; double literal braces ({{ and }})",
             )
         if self.output_len < 1:
             raise ConfigError("workload.output_len", f"{self.output_len} < 1", "ask for at least one token")
@@ -213,6 +274,11 @@ class WorkloadConfig:
         lo, hi = self.token_range
         if not 0 <= lo < hi:
             raise ConfigError("workload.token_range", f"[{lo}, {hi}) is empty", "use [lo, hi) with 0 <= lo < hi")
+
+    @property
+    def synthetic(self) -> bool:
+        """Random token ids: no language, so a drafter's acceptance on them says nothing about real traffic."""
+        return self.kind == "random"
 
     def measured(self, streams: int) -> int:
         return self.num_prompts if self.num_prompts is not None else max(8, 4 * streams)

@@ -26,7 +26,8 @@ from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
 from specexp.load.arrivals import arrival_times
 from specexp.load.client import run_closed_loop, run_open_loop
-from specexp.load.prompts import make_prompts
+from specexp.load.prompts import check_workload, make_prompts
+from specexp.load.requests import request_shape
 from specexp.metrics import requests, slo, traffic
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.metrics.stats import aggregate_repeats
@@ -58,9 +59,10 @@ _checked: set[str] = set()  # server keys whose argv the engine's own parser acc
 
 
 def preflight(cfg: Config) -> None:
-    """Check the server's argv with the engine's own parser, once per server key per process;
-    raises ConfigError before anything starts. Notes (settings the engine changes or ignores) are
-    logged."""
+    """Read the workload's dataset, and check the server's argv with the engine's own parser, once per
+    server key per process; raises ConfigError before anything starts. Notes (settings the engine
+    changes or ignores) are logged."""
+    check_workload(cfg.workload)
     engine, command, key = describe(cfg)
     if command is None or key in _checked:
         return
@@ -108,33 +110,24 @@ async def measure_once(
     """Warm-up, then inside ``window``: counters, the measured requests (closed or open loop),
     counters. Returns the records and the speculation metrics."""
     w = cfg.workload
-    body = {
-        "model": cfg.model.api_name,
-        "max_tokens": w.output_len,
-        "temperature": w.temperature,
-        "ignore_eos": w.ignore_eos,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        **engine.request_fields(cfg),
-    }
-    url = base_url + "/v1/completions"
+    shape = request_shape(w, cfg.model.api_name, engine.request_fields(cfg))
     timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(headers=engine.headers(cfg), timeout=timeout, connector=connector) as http:
-        warm = make_prompts(w, w.warmups(cfg.streams), f"{stream}/warmup")
+        warm = make_prompts(w, w.warmups(cfg.streams), f"{stream}/warmup", warmup=True)
         if warm:
-            await run_closed_loop(http, url, warm, cfg.streams, body, engine.observe, warmup=True)
-        prompts = make_prompts(w, w.measured(cfg.streams), f"{stream}/measured")
+            await run_closed_loop(http, base_url, shape, warm, cfg.streams, engine.observe, warmup=True)
+        items = make_prompts(w, w.measured(cfg.streams), f"{stream}/measured")
         with window():
             before = await engine.read_counters(http, base_url)
-            with load_progress(len(prompts), load_label(cfg)) as on_done:
+            with load_progress(sum(len(c.turns) for c in items), load_label(cfg)) as on_done:
                 if cfg.load.kind == "rate":
                     seed = (cfg.load.seed, repeat)
-                    arrivals = arrival_times(len(prompts), cfg.load.rate, cfg.load.burstiness, seed)
+                    arrivals = arrival_times(len(items), cfg.load.rate, cfg.load.burstiness, seed)
                     cap = cfg.load.max_concurrency
-                    records = await run_open_loop(http, url, prompts, arrivals, cap, body, engine.observe, on_done)
+                    records = await run_open_loop(http, base_url, shape, items, arrivals, cap, engine.observe, on_done)
                 else:
-                    records = await run_closed_loop(http, url, prompts, cfg.batch, body, engine.observe, on_done)
+                    records = await run_closed_loop(http, base_url, shape, items, cfg.batch, engine.observe, on_done)
             after = await engine.read_counters(http, base_url)
     return records, acceptance_metrics(engine.acceptance(before, after, records))
 

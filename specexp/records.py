@@ -13,6 +13,7 @@ class Chunk:
     t: float  # seconds on the client's monotonic clock
     tokens: int
     text: str = ""
+    reasoning: bool = False  # the text is a reasoning model's thinking (chat's reasoning_content), not its answer
 
 
 @dataclass
@@ -34,6 +35,9 @@ class RequestRecord:
     # Engine-specific per-request fields (e.g. SGLang's spec_verify_ct), read by the engine adapter.
     extra: dict[str, Any] = field(default_factory=dict)
     warmup: bool = False
+    category: str | None = None  # the dataset's task category of the conversation
+    conversation: int = 0  # which conversation of the phase this request belongs to
+    turn: int = 0  # which of its user turns (0: the first; later turns carry the earlier answers)
 
     @property
     def ok(self) -> bool:
@@ -52,7 +56,8 @@ class RequestRecord:
 
     @property
     def text(self) -> str:
-        return "".join(c.text for c in self.chunks)
+        """The answer (thinking left out): what a later turn carries in its history."""
+        return "".join(c.text for c in self.chunks if not c.reasoning)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,23 +1,28 @@
 """The async streaming client: closed- or open-loop load, one record per request.
 
 One event loop and one keep-alive connection pool. Closed loop: ``batch`` workers each keep one
-request in flight until the prompts run out, so the server sees exactly ``batch`` concurrent
-requests. Open loop: requests go out on an arrival schedule (specexp.load.arrivals) however many
-are in flight, optionally capped.
+request in flight until the conversations run out, so the server sees exactly ``batch`` concurrent
+requests. Open loop: conversations start on an arrival schedule (specexp.load.arrivals) however many
+are in flight, optionally capped. Either way a conversation's turns go one after the other, each with
+the model's answers so far in its history (specexp.load.conversation). Completion and chat streams
+are read alike: text from ``choices[].text`` or ``choices[].delta``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 
-from specexp.load.prompts import Prompt
+from specexp.load.conversation import Conversation
+from specexp.load.requests import RequestShape
 from specexp.records import Chunk, RequestRecord
 
 
@@ -38,6 +43,18 @@ def fit_chunk_tokens(chunks: list[Chunk], total: int) -> None:
         counts[i] += 1
     for chunk, count in zip(chunks, counts, strict=True):
         chunk.tokens = count
+
+
+def choice_text(choice: dict[str, Any]) -> tuple[str, bool]:
+    """A streamed choice's text and whether it is thinking: a completion's ``text``, or a chat delta's
+    ``content``, else its ``reasoning_content`` (SGLang, older vLLM) or ``reasoning`` (newer vLLM)."""
+    if "text" in choice:
+        return choice.get("text") or "", False
+    delta = choice.get("delta") or {}
+    if delta.get("content"):
+        return delta["content"], False
+    thinking = delta.get("reasoning_content") or delta.get("reasoning") or ""
+    return thinking, bool(thinking)
 
 
 async def stream_one(
@@ -73,12 +90,12 @@ async def stream_one(
                     record.prompt_tokens = usage.get("prompt_tokens", record.prompt_tokens)
                 for choice in event.get("choices") or []:
                     ids = choice.get("token_ids")
-                    text = choice.get("text") or ""
+                    text, reasoning = choice_text(choice)
                     if ids:
                         ids_seen = True
                         record.token_ids = [*(record.token_ids or []), *ids]
                     if text or ids:
-                        record.chunks.append(Chunk(now, len(ids) if ids else 1, text))
+                        record.chunks.append(Chunk(now, len(ids) if ids else 1, text, reasoning))
                     record.finish_reason = choice.get("finish_reason") or record.finish_reason
     except (TimeoutError, aiohttp.ClientError, json.JSONDecodeError, ValueError) as exc:
         record.error = f"{type(exc).__name__}: {exc}"
@@ -92,65 +109,112 @@ async def stream_one(
             fit_chunk_tokens(record.chunks, record.completion_tokens)
 
 
+Send = Callable[[RequestRecord, dict[str, Any]], Awaitable[None]]
+
+
+@dataclass
+class Conversations:
+    """The conversations of one phase, and how their requests are sent and recorded."""
+
+    http: aiohttp.ClientSession
+    url: str
+    shape: RequestShape
+    items: list[Conversation]
+    observe: Callable[[dict[str, Any], RequestRecord], None]
+    on_done: Callable[[RequestRecord], None]
+    warmup: bool = False
+    records: list[RequestRecord] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # record i is turn t of conversation c at i = Σ turns before c + t: the order one stream sends them
+        self.first_index = list(itertools.accumulate((len(c.turns) for c in self.items), initial=0))
+
+    async def converse(self, number: int, send: Send, arrival: float | None = None) -> None:
+        """Every turn of conversation ``number``, each after the answer to the one before; ``send``
+        streams one request. A failed turn ends the conversation: the turns after it are recorded as
+        failed, never sent (their history would miss an answer)."""
+        conversation = self.items[number]
+        answers: list[str] = []
+        for turn, prompt in enumerate(conversation.turns):
+            ready = time.monotonic() if arrival is None or turn else arrival
+            record = RequestRecord(
+                index=self.first_index[number] + turn,
+                send=ready,
+                arrival=None if arrival is None else ready,
+                warmup=self.warmup,
+                category=conversation.category,
+                conversation=number,
+                turn=turn,
+            )
+            self.records.append(record)
+            if len(answers) < turn:
+                record.end, record.error = record.send, f"not sent: turn {turn - 1} of this conversation failed"
+            else:
+                if isinstance(prompt, list):
+                    record.prompt_tokens = len(prompt)
+                await send(record, self.shape.body(conversation, turn, answers))
+                if record.ok:
+                    answers.append(record.text)
+            self.on_done(record)
+
+    async def stream(self, record: RequestRecord, body: dict[str, Any]) -> None:
+        await stream_one(self.http, self.url, body, record, self.observe)
+
+    def sorted_records(self) -> list[RequestRecord]:
+        return sorted(self.records, key=lambda r: r.index)
+
+
 async def run_closed_loop(
     http: aiohttp.ClientSession,
-    url: str,
-    prompts: list[Prompt],
+    base_url: str,
+    shape: RequestShape,
+    conversations: list[Conversation],
     batch: int,
-    body: dict[str, Any],
     observe: Callable[[dict[str, Any], RequestRecord], None],
     on_done: Callable[[RequestRecord], None] = lambda r: None,
     warmup: bool = False,
 ) -> list[RequestRecord]:
-    """Send every prompt with ``batch`` requests in flight at all times; records in prompt order."""
-    records: list[RequestRecord] = []
-    queue = iter(enumerate(prompts))
+    """Send every conversation with ``batch`` requests in flight at all times; records in conversation
+    and turn order."""
+    phase = Conversations(http, base_url + shape.path, shape, conversations, observe, on_done, warmup)
+    queue = iter(range(len(conversations)))
 
     async def worker() -> None:
-        for index, prompt in queue:
-            record = RequestRecord(index=index, send=time.monotonic(), warmup=warmup)
-            if isinstance(prompt, list):
-                record.prompt_tokens = len(prompt)
-            records.append(record)
-            await stream_one(http, url, {**body, "prompt": prompt}, record, observe)
-            on_done(record)
+        for number in queue:
+            await phase.converse(number, phase.stream)
 
-    await asyncio.gather(*(worker() for _ in range(min(batch, len(prompts)))))
-    return sorted(records, key=lambda r: r.index)
+    await asyncio.gather(*(worker() for _ in range(min(batch, len(conversations)))))
+    return phase.sorted_records()
 
 
 async def run_open_loop(
     http: aiohttp.ClientSession,
-    url: str,
-    prompts: list[Prompt],
+    base_url: str,
+    shape: RequestShape,
+    conversations: list[Conversation],
     arrivals: list[float],
     max_concurrency: int | None,
-    body: dict[str, Any],
     observe: Callable[[dict[str, Any], RequestRecord], None],
     on_done: Callable[[RequestRecord], None] = lambda r: None,
 ) -> list[RequestRecord]:
-    """Send prompt i at ``arrivals[i]`` seconds from now, whatever is in flight (an open loop); with
-    ``max_concurrency``, an arrival waits in the client until fewer are in flight. Each record keeps
-    its scheduled ``arrival`` beside its actual ``send``; records in prompt order."""
+    """Start conversation i at ``arrivals[i]`` seconds from now, whatever is in flight (an open loop);
+    its later turns follow its answers. With ``max_concurrency``, a request waits in the client until
+    fewer are in flight. Each record keeps when it was ready (``arrival``: the schedule's time for a
+    first turn, the previous answer's end for a later one) beside its actual ``send``."""
     gate = asyncio.Semaphore(max_concurrency) if max_concurrency else contextlib.nullcontext()
-    records: list[RequestRecord] = []
+    phase = Conversations(http, base_url + shape.path, shape, conversations, observe, on_done)
 
-    async def send(record: RequestRecord, prompt: Prompt) -> None:
+    async def send(record: RequestRecord, body: dict[str, Any]) -> None:
         async with gate:
             record.send = time.monotonic()
-            await stream_one(http, url, {**body, "prompt": prompt}, record, observe)
-        on_done(record)
+            await phase.stream(record, body)
 
     start = time.monotonic()
     tasks = []
-    for index, (prompt, offset) in enumerate(zip(prompts, arrivals, strict=True)):
+    for number, offset in enumerate(arrivals):
         due = start + offset
         if (wait := due - time.monotonic()) > 0:
             await asyncio.sleep(wait)
-        record = RequestRecord(index=index, send=due, arrival=due)
-        if isinstance(prompt, list):
-            record.prompt_tokens = len(prompt)
-        records.append(record)
-        tasks.append(asyncio.create_task(send(record, prompt)))
+        tasks.append(asyncio.create_task(phase.converse(number, send, arrival=due)))
     await asyncio.gather(*tasks)
-    return records
+    return phase.sorted_records()

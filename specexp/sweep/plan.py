@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from specexp.config import Config
+from specexp.load.prompts import check_workload
 from specexp.point import describe, preflight
 from specexp.sweep.names import axes, override, point_names
 
@@ -51,8 +52,9 @@ def plan(
     compose: Callable[[list[str]], Config], jobs: list[list[str]], sweep_id: str, names: list[str] | None = None
 ) -> list[list[str]]:
     """Jobs ordered by server, each with ``sweep_id``, its server's ``max_batch`` and its run's name
-    (``names``; default: the overrides that vary between jobs) appended; the engines' own parsers
-    run once per server before anything starts (ConfigError on a refusal)."""
+    (``names``; default: the overrides that vary between jobs) appended; every job's dataset is read
+    and the engines' own parsers run once per server before anything starts (ConfigError on a bad
+    file or a refusal)."""
     composed = [compose(o) for o in jobs]
     global_max = _largest(*(c.concurrency for c in composed))
     names = names or point_names(jobs, axes(jobs))
@@ -62,6 +64,8 @@ def plan(
     group_max: dict[str, int | None] = {}
     for j in planned:
         group_max[j.group] = _largest(group_max.get(j.group), j.cfg.concurrency)
+    for c in composed:  # every job's dataset (each file read once), before any server starts
+        check_workload(c.workload)
     if not planned[0].cfg.dry_run:
         for group, first in {j.group: j for j in reversed(planned)}.items():
             preflight(replace(first.cfg, max_batch=group_max[group]))
