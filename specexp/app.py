@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 from specexp import help, point, server
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.console import console, invalid_config_exits, points_table
+from specexp.load.prompts import check_workload
 from specexp.report.summary import summary_rows
 from specexp.result import PointResult
 
@@ -30,6 +31,7 @@ def task(raw: DictConfig) -> dict[str, Any]:
     if single:
         with invalid_config_exits():
             cfg = to_config(raw)
+            check_workload(cfg.workload)  # a bad dataset file stops here, before any server
     else:  # the sweeper validated every job before launching any
         cfg = to_config(raw)
     if cfg.dry_run:

@@ -30,6 +30,7 @@ from specexp.load.prompts import check_workload, make_prompts
 from specexp.load.requests import request_shape
 from specexp.metrics import requests, slo, traffic
 from specexp.metrics.acceptance import acceptance_metrics
+from specexp.metrics.categories import category_metrics
 from specexp.metrics.stats import aggregate_repeats
 from specexp.records import RequestRecord
 from specexp.result import PointResult
@@ -69,6 +70,21 @@ def preflight(cfg: Config) -> None:
     for note in engine.preflight(cfg, command):
         log.warning(note)
     _checked.add(key)
+
+
+SYNTHETIC = (
+    "workload=%s sends random token ids: the acceptance measured on them does not represent real traffic "
+    "(a drafter trained on language accepts far less of noise). Measure on a dataset: workload=humaneval, "
+    "sharegpt, mtbench or hf, with workload.api=chat for a chat model."
+)
+_warned: set[str] = set()
+
+
+def warn_synthetic(name: str = "random") -> None:
+    """Say once per process that speculation measured on random tokens is not what users get."""
+    if name not in _warned:
+        _warned.add(name)
+        log.warning(SYNTHETIC, name)
 
 
 def dry_run_text(cfg: Config) -> str:
@@ -190,7 +206,10 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         "specexp.git_sha": tracking.git_sha(),
         "specexp.engine": cfg.engine.name,
         "specexp.drafter": cfg.drafter.name,
+        "specexp.workload_synthetic": str(cfg.workload.synthetic).lower(),
     }
+    if cfg.workload.synthetic and cfg.drafter.speculative:
+        warn_synthetic(cfg.workload.name)
     (job_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw, resolve=True))
     server_log_start = 0
     log_path = Path(cfg.outputs).resolve() / "servers" / f"{time.strftime('%Y%m%d-%H%M%S')}-{key}.log"
@@ -235,8 +254,9 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
             window = functools.partial(measured_window, cfg, result, span)
             recs, acceptance = asyncio.run(measure_once(cfg, engine, srv.base_url, stream, repeat, window))
             records += recs
+            by_category = category_metrics(recs, engine.request_counts)
             repeat_metrics.append(
-                requests.compute(recs) | traffic.compute(recs) | slo.compute(recs, cfg.slo) | acceptance
+                requests.compute(recs) | traffic.compute(recs) | slo.compute(recs, cfg.slo) | acceptance | by_category
             )
         result.metrics |= repeat_metrics[0] if cfg.repeats == 1 else aggregate_repeats(repeat_metrics)
         if key_command is not None and not cfg.drafter.speculative:

@@ -64,7 +64,7 @@ class Engine:
         return {}
 
     def request_fields(self, cfg: Config) -> dict[str, Any]:
-        """Extra JSON fields for each /v1/completions request (e.g. to get token ids back)."""
+        """Extra JSON fields for each request, completion or chat (e.g. to get token ids back)."""
         return {}
 
     def observe(self, event: dict[str, Any], record: RequestRecord) -> None:
@@ -85,6 +85,11 @@ class Engine:
     ) -> AcceptanceCounts | None:
         """Raw speculation counts over the measured window (counter deltas); None when unavailable."""
         return counters.acceptance_counts(before, after)
+
+    def request_counts(self, records: list[RequestRecord]) -> AcceptanceCounts | None:
+        """Raw speculation counts summed over ``records`` from per-request fields (for a slice of the
+        window, such as one prompt category); None when the engine streams none."""
+        return None
 
     async def server_info(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, Any] | None:
         """The engine's resolved configuration, for the run's artifacts."""

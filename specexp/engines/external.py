@@ -83,3 +83,6 @@ class ExternalEngine(Engine):
         self, before: dict[str, float] | None, after: dict[str, float] | None, records: list[RequestRecord]
     ) -> AcceptanceCounts | None:
         return counters.acceptance_counts(before, after) or sglang_acceptance.per_request_counts(records)
+
+    def request_counts(self, records: list[RequestRecord]) -> AcceptanceCounts | None:
+        return sglang_acceptance.per_request_counts(records)

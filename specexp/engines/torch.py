@@ -1,11 +1,20 @@
-"""engine=torch: the reference engine (specexp.reference), launched like any other server."""
+"""engine=torch: the reference engine (specexp.reference), launched like any other server.
+
+The point's acceptance comes from its counters (vLLM's names under ``specexp:``); per-request counts,
+streamed in SGLang's shape (``return_spec_tokens_details``), serve slices of the window such as prompt
+categories, and add up to the counters exactly.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from specexp.config import Config, ConfigError, EngineConfig
 from specexp.engines.base import Command, Engine
+from specexp.engines.sglang import acceptance as sglang_acceptance
+from specexp.metrics.acceptance import AcceptanceCounts
+from specexp.records import RequestRecord
 
 # The reference engine runs draft models and prompt lookup; EAGLE heads need vLLM or SGLang.
 _METHODS = {"none": None, "draft_model": "draft_model", "standalone": "draft_model", "ngram": "ngram"}
@@ -82,6 +91,15 @@ class TorchEngine(Engine):
             else:
                 argv += ["--draft-model", d.path]
         return Command(argv=[*argv, *e.extra_args], env=self.server_env(cfg))
+
+    def request_fields(self, cfg: Config) -> dict[str, Any]:
+        return {"return_spec_tokens_details": True} if cfg.drafter.speculative else {}
+
+    def observe(self, event: dict[str, Any], record: RequestRecord) -> None:
+        sglang_acceptance.observe(event, record)
+
+    def request_counts(self, records: list[RequestRecord]) -> AcceptanceCounts | None:
+        return sglang_acceptance.per_request_counts(records)
 
     def version(self, cfg: Config) -> str:
         from specexp import __version__

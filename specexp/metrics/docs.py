@@ -64,6 +64,8 @@ def _keys(metric: Metric) -> str:
         return f"`{metric.key}_<i>`"
     if metric.labelled:
         return f"`{metric.key}.<drafter>`"
+    if metric.per_category:
+        return f"`{metric.key}`, `{metric.key}.<category>`"
     return f"`{metric.key}`"
 
 

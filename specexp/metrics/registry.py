@@ -5,7 +5,9 @@ read this table, so a metric's name, unit and meaning cannot drift between them.
 interface (users query MLflow by them): add freely, never rename or redefine.
 
 A family with ``stats`` stands for one key per statistic (``ttft_ms_p99``); a key ending in ``_<i>``
-or ``.<name>`` is one member of a family declared with ``indexed`` or ``labelled``.
+or ``.<name>`` is one member of a family declared with ``indexed`` or ``labelled``. A metric with
+``per_category`` also has one key per prompt category (``accept_length.coding``) when the workload's
+prompts carry categories.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 # Suffixes a sweep adds to a measured key: the 95% half-width and the standard deviation.
 INTERVAL_SUFFIXES = ("_ci95", "_std")
 LATENCY_STATS = ("mean", "p50", "p90", "p99")
+LENGTH_STATS = ("mean", "p50", "p90")
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class Metric:
     stats: tuple[str, ...] = ()  # one key per statistic: <key>_<stat>
     indexed: bool = False  # one key per position: <key>_<i>
     labelled: bool = False  # one key per label: <key>.<label>
+    per_category: bool = False  # besides <key>, one key per prompt category: <key>.<category>
     level: str = "point"  # "point": every point's run; "sweep": the parent run
 
     def names(self) -> tuple[str, ...]:
@@ -52,8 +56,11 @@ METRICS: tuple[Metric, ...] = (
         1,
         "mean",
         True,
-        "Σ output tokens of successful measured requests / window seconds",
+        "Σ output tokens of successful measured requests / window seconds. Per category: the category's "
+        "Σ output tokens / its Σ e2e seconds × the point's concurrency (Σ e2e / window), the throughput if "
+        "every request were like the category's; the point's value is their mean weighted by e2e time",
         _T,
+        per_category=True,
     ),
     Metric(
         "request_throughput", "req/s", "req/s", 2, "mean", True, "successful measured requests / window seconds", _T
@@ -187,8 +194,10 @@ METRICS: tuple[Metric, ...] = (
         2,
         "mean",
         True,
-        "output tokens per target verify step, bonus token included; 1.0 without speculation",
+        "output tokens per target verify step, bonus token included; 1.0 without speculation. Per category: "
+        "from the engine's per-request counts (reference engine, SGLang 0.5.19+)",
         _S,
+        per_category=True,
     ),
     Metric(
         "accept_rate",
@@ -199,6 +208,7 @@ METRICS: tuple[Metric, ...] = (
         True,
         "accepted draft tokens / proposed draft tokens (absent without speculation)",
         _S,
+        per_category=True,
     ),
     Metric(
         "accept_rate_pos",
@@ -211,10 +221,40 @@ METRICS: tuple[Metric, ...] = (
         _S,
         indexed=True,
     ),
-    Metric("spec_verify_steps", "verify steps", "count", 0, "sum", None, "target verify steps in the window", _S),
-    Metric("spec_draft_tokens", "draft tokens", "count", 0, "sum", None, "draft tokens proposed in the window", _S),
-    Metric("spec_accepted_tokens", "accepted", "count", 0, "sum", None, "draft tokens accepted in the window", _S),
-    Metric("requests_ok", "ok", "count", 0, "sum", None, "measured requests that completed", _C),
+    Metric(
+        "spec_verify_steps",
+        "verify steps",
+        "count",
+        0,
+        "sum",
+        None,
+        "target verify steps in the window; the categories' counts add up to it",
+        _S,
+        per_category=True,
+    ),
+    Metric(
+        "spec_draft_tokens",
+        "draft tokens",
+        "count",
+        0,
+        "sum",
+        None,
+        "draft tokens proposed in the window",
+        _S,
+        per_category=True,
+    ),
+    Metric(
+        "spec_accepted_tokens",
+        "accepted",
+        "count",
+        0,
+        "sum",
+        None,
+        "draft tokens accepted in the window",
+        _S,
+        per_category=True,
+    ),
+    Metric("requests_ok", "ok", "count", 0, "sum", None, "measured requests that completed", _C, per_category=True),
     Metric(
         "requests_failed",
         "failed",
@@ -225,8 +265,41 @@ METRICS: tuple[Metric, ...] = (
         "measured requests that failed (any HTTP error, timeout, broken stream)",
         _C,
     ),
-    Metric("output_tokens", "output tokens", "count", 0, "sum", None, "Σ over successful measured requests", _C),
+    Metric(
+        "output_tokens",
+        "output tokens",
+        "count",
+        0,
+        "sum",
+        None,
+        "Σ over successful measured requests",
+        _C,
+        per_category=True,
+    ),
     Metric("input_tokens", "input tokens", "count", 0, "sum", None, "Σ over successful measured requests", _C),
+    Metric(
+        "input_len",
+        "input len",
+        "count",
+        0,
+        "mean",
+        None,
+        "prompt tokens per successful measured request (the server's usage, chat template included)",
+        _C,
+        stats=LENGTH_STATS,
+    ),
+    Metric(
+        "output_len",
+        "output len",
+        "count",
+        0,
+        "mean",
+        None,
+        "output tokens per successful measured request: fixed with ignore_eos, the model's own with natural "
+        "lengths (up to max_tokens)",
+        _C,
+        stats=LENGTH_STATS,
+    ),
     Metric(
         "server_startup_s",
         "startup s",
@@ -348,7 +421,7 @@ def lookup(key: str) -> Metric | None:
     if match and match["stem"] in BY_KEY and BY_KEY[match["stem"]].indexed:
         return BY_KEY[match["stem"]]
     stem = key.split(".", 1)[0]
-    if "." in key and stem in BY_KEY and BY_KEY[stem].labelled:
+    if "." in key and stem in BY_KEY and (BY_KEY[stem].labelled or BY_KEY[stem].per_category):
         return BY_KEY[stem]
     return None
 

@@ -13,15 +13,16 @@ import numpy as np
 from specexp.records import RequestRecord
 
 PERCENTILES = (50, 90, 99)
+LENGTH_PERCENTILES = (50, 90)
 
 
-def summarize(name: str, samples: Sequence[float]) -> dict[str, float]:
+def summarize(name: str, samples: Sequence[float], percentiles: Sequence[int] = PERCENTILES) -> dict[str, float]:
     """``name_mean`` and ``name_p50/p90/p99`` (linear interpolation); {} without samples."""
     if not samples:
         return {}
     arr = np.asarray(samples, dtype=float)
     out = {f"{name}_mean": float(arr.mean())}
-    for p in PERCENTILES:
+    for p in percentiles:
         out[f"{name}_p{p}"] = float(np.percentile(arr, p))
     return out
 
@@ -83,6 +84,8 @@ def compute(records: Sequence[RequestRecord]) -> dict[str, float]:
     chunks = sum(len(r.chunks) for r in ok)
     if chunks:
         out["tokens_per_chunk_mean"] = output_tokens / chunks
+    out |= summarize("input_len", [r.prompt_tokens for r in ok if r.prompt_tokens is not None], LENGTH_PERCENTILES)
+    out |= summarize("output_len", [r.output_tokens for r in ok], LENGTH_PERCENTILES)
     return out
 
 

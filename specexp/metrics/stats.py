@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from specexp.metrics.registry import COUNT_KEYS
+from specexp.metrics.registry import lookup
 
 # Two-sided 95% Student-t quantiles by degrees of freedom; 1.96 beyond the table.
 _T95 = {
@@ -51,7 +51,8 @@ def aggregate_repeats(repeats: Sequence[dict[str, float]]) -> dict[str, float]:
     keys = set().union(*repeats)
     for key in sorted(keys):
         values = [r[key] for r in repeats if key in r]
-        if key in COUNT_KEYS:
+        metric = lookup(key)
+        if metric is not None and metric.aggregate == "sum":  # per-category counts too
             out[key] = float(sum(values))
             continue
         mean, half = mean_ci(values)

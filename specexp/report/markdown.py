@@ -7,6 +7,7 @@ from pathlib import Path
 
 from specexp.console import fmt, load_cell, load_header
 from specexp.metrics.registry import digits, header, table_keys
+from specexp.report.categories import category_rows
 from specexp.report.series import labels, series_key
 from specexp.report.summary import summary_rows
 from specexp.result import PointResult
@@ -34,6 +35,30 @@ def points_markdown(rows: Sequence[PointResult], settings: Sequence[str] = ()) -
     return table(headers, body)
 
 
+def categories_markdown(rows: Sequence[PointResult]) -> str | None:
+    """Speculative point × category → requests, acceptance, speedup over the baseline on that category;
+    None when no point's prompts carry categories."""
+    found = sorted(category_rows(rows), key=lambda c: (series_key(c.point), c.category, c.point.batch))
+    if not found:
+        return None
+    names = labels(series_key(r) for r in rows)
+    flats = summary_rows([c.point for c in found])
+    headers = ["config", load_header(flats), "category", "requests", header("accept_length"), header("accept_rate")]
+    body = [
+        [
+            names[series_key(c.point)],
+            load_cell(flat),
+            c.category,
+            str(c.requests),
+            fmt(c.accept_length, digits("accept_length")),
+            fmt(c.accept_rate, digits("accept_rate")),
+            fmt(c.speedup, digits("speedup")),
+        ]
+        for c, flat in zip(found, flats, strict=True)
+    ]
+    return "## Per category\n" + table([*headers, header("speedup")], body)
+
+
 def sweep_report(
     title: str,
     rows: Sequence[PointResult],
@@ -43,6 +68,9 @@ def sweep_report(
 ) -> str:
     failed = sum(not r.ok for r in rows)
     parts = [f"# {title}", f"{len(rows)} points, {failed} failed", points_markdown(rows, settings)]
+    per_category = categories_markdown(rows)
+    if per_category:
+        parts.append(per_category)
     if verdicts:
         parts.append("\n".join(f"- {line}" for line in verdicts))
     images = [p.name for p in plots if p.suffix == ".png"]

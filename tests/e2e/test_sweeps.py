@@ -129,7 +129,9 @@ def test_repeats_give_intervals_on_points_and_speedups(specexp) -> None:
 
 
 def test_an_engine_that_is_not_installed_stops_the_sweep_before_any_job(specexp) -> None:
-    run = specexp("engine=sglang", "drafter=ttt5", "batch=1,4", "engine.python=/nonexistent/python", "-m")
+    run = specexp(
+        "engine=sglang", "drafter=ttt5", "workload=random", "batch=1,4", "engine.python=/nonexistent/python", "-m"
+    )
     assert run.proc.returncode == 2
     assert run.proc.stderr.count("invalid configuration: engine.python") == 1  # one message, not one per job
     assert "install_sglang_light.sh" in run.proc.stderr

@@ -283,7 +283,9 @@ class SglangEngine(Engine):
         return tags
 
     def request_fields(self, cfg: Config) -> dict[str, Any]:
-        # Older servers ignore the unknown field (pydantic's default extra="ignore" on CompletionRequest).
+        # Completion and chat requests both take it (protocol.py CompletionRequest, ChatCompletionRequest);
+        # older servers ignore the unknown field (pydantic's default extra="ignore"). No return_token_ids:
+        # 0.5.23 refuses it on streamed chat (serving_chat.py).
         return {"return_spec_tokens_details": True} if cfg.drafter.speculative else {}
 
     def observe(self, event: dict[str, Any], record: RequestRecord) -> None:
@@ -302,6 +304,9 @@ class SglangEngine(Engine):
     ) -> AcceptanceCounts | None:
         """Per-request counts when the server streams them, else /metrics deltas; None for neither."""
         return acceptance.per_request_counts(records) or acceptance.counter_counts(before, after)
+
+    def request_counts(self, records: list[RequestRecord]) -> AcceptanceCounts | None:
+        return acceptance.per_request_counts(records)
 
     async def server_info(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, Any] | None:
         """/server_info (0.5.9+), else /get_server_info (deprecated since, still served in 0.5.23)."""
