@@ -80,7 +80,7 @@ SYNTHETIC = (
 _warned: set[str] = set()
 
 
-def warn_synthetic(name: str = "random") -> None:
+def warn_synthetic(name: str) -> None:
     """Say once per process that speculation measured on random tokens is not what users get."""
     if name not in _warned:
         _warned.add(name)
