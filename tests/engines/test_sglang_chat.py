@@ -14,18 +14,17 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from specexp.config import DrafterConfig, WorkloadConfig
+from specexp.config import WorkloadConfig
 from specexp.engines.sglang import SglangEngine
 from specexp.load.client import stream_one
 from specexp.load.conversation import Conversation
 from specexp.load.requests import request_shape
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.records import RequestRecord
-from tests.engines.test_sglang_adapter import LIGHT_PYTHON, make_config, needs_sglang
+from tests.engines.test_sglang_adapter import LIGHT_PYTHON, needs_sglang
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sglang" / "chat_stream_eagle3.json"
 ENGINE = SglangEngine()
-TTT5 = DrafterConfig(name="ttt5", method="eagle3", path="/ckpt", target="kimi_k25", num_steps=3, num_draft_tokens=4)
 
 
 def protocol_fields(*classes: str) -> set[str]:
@@ -46,8 +45,8 @@ def protocol_fields(*classes: str) -> set[str]:
 @pytest.mark.sglang
 @needs_sglang
 @pytest.mark.parametrize(("api", "model"), [("chat", "ChatCompletionRequest"), ("completions", "CompletionRequest")])
-def test_every_field_sent_is_one_sglang_declares(api: str, model: str) -> None:
-    cfg = make_config(drafter=TTT5)
+def test_every_field_sent_is_one_sglang_declares(make_config, api: str, model: str) -> None:
+    cfg = make_config("engine=sglang", "drafter=ttt5", "workload=random")
     workload = WorkloadConfig(kind="builtin", api=api, ignore_eos=False)
     body = request_shape(workload, cfg.model.api_name, ENGINE.request_fields(cfg)).body(Conversation(("hi",)), 0, [])
     assert set(body) <= protocol_fields(model), set(body) - protocol_fields(model)
