@@ -124,9 +124,10 @@ class Conversations:
     on_done: Callable[[RequestRecord], None]
     warmup: bool = False
     records: list[RequestRecord] = field(default_factory=list)
+    # Request i is turn t of conversation c at i = Σ turns before c + t: the order one stream sends them.
+    first_index: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
-        # record i is turn t of conversation c at i = Σ turns before c + t: the order one stream sends them
         self.first_index = list(itertools.accumulate((len(c.turns) for c in self.items), initial=0))
 
     async def converse(self, number: int, send: Send, arrival: float | None = None) -> None:
