@@ -371,7 +371,7 @@ class Config:
     nccl: NcclConfig = MISSING
     workload: WorkloadConfig = MISSING
     tracking: TrackingConfig = MISSING
-    load: LoadConfig = MISSING
+    load: LoadConfig = field(default_factory=LoadConfig)  # closed loop unless a load= group says otherwise
     slo: SloConfig = field(default_factory=SloConfig)
     batch: int = 1  # closed-loop concurrency
     rate: float | None = None  # open-loop requests/s (load=rate reads it as load.rate)
