@@ -36,9 +36,9 @@ from torch.profiler import ProfilerActivity, profile
 
 from specexp.models.tiny import ensure_tiny
 from specexp.reference.__main__ import DTYPES
+from specexp.reference.counters import EngineMetrics
 from specexp.reference.drafters import ModelDrafter
-from specexp.reference.engine import Engine
-from specexp.reference.metrics import EngineMetrics
+from specexp.reference.engine import BatchEngine
 from specexp.reference.model import Llama
 from specexp.reference.request import RequestState
 
@@ -56,13 +56,13 @@ class Point:
 
 def engine_at_batch(
     target: Llama, draft: Llama | None, k: int, batch: int, prompt_len: int, max_tokens: int
-) -> tuple[Engine, list[int]]:
+) -> tuple[BatchEngine, list[int]]:
     """An engine with ``batch`` greedy requests admitted and prefilled, and the list its rows emit into.
 
     The KV caches are sized for the whole run up front: their doubling (a copy of every layer's cache,
     once per power of two) would otherwise land in some timed windows and not others."""
     drafter = ModelDrafter(draft, batch) if draft else None
-    engine = Engine(target, drafter, k, batch, 1, EngineMetrics(k if draft else 0))
+    engine = BatchEngine(target, drafter, k, batch, 1, EngineMetrics(k if draft else 0))
     for cache in (engine.cache, drafter.cache) if drafter else (engine.cache,):
         cache.reserve(prompt_len + max_tokens + k)
     emitted: list[int] = []

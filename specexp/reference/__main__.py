@@ -13,11 +13,11 @@ from aiohttp import web
 from tokenizers import Tokenizer
 
 from specexp.reference.chat import ChatTemplate
+from specexp.reference.counters import EngineMetrics
 from specexp.reference.drafters import Drafter, ModelDrafter, NgramDrafter
-from specexp.reference.engine import Engine
-from specexp.reference.metrics import EngineMetrics
+from specexp.reference.engine import BatchEngine
 from specexp.reference.model import Llama, LlamaConfig
-from specexp.reference.server import Server, ServerSettings
+from specexp.reference.server import ApiServer, ServerSettings
 
 log = logging.getLogger("specexp.reference")
 
@@ -91,7 +91,7 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(f"--max-model-len {args.max_model_len} > the model's {target.max_position_embeddings} positions")
 
 
-def build(args: argparse.Namespace) -> Server:
+def build(args: argparse.Namespace) -> ApiServer:
     device, dtype = torch.device(args.device), DTYPES[args.dtype]
     k = args.num_speculative_tokens or 0
     rope_len = args.max_model_len + k + 1  # drafts of rows near their end may run past max_model_len
@@ -104,10 +104,10 @@ def build(args: argparse.Namespace) -> Server:
     elif args.speculative_method == "ngram":
         drafter = NgramDrafter(args.prompt_lookup_min, args.prompt_lookup_max, target.cfg.vocab_size, device)
     metrics = EngineMetrics(k)
-    engine = Engine(target, drafter, k, args.max_running_requests, args.num_continuous_decode_steps, metrics)
+    engine = BatchEngine(target, drafter, k, args.max_running_requests, args.num_continuous_decode_steps, metrics)
     tokenizer = Tokenizer.from_file(str(args.model / "tokenizer.json"))
     settings = ServerSettings(args.served_model_name, args.max_model_len, args.seed)
-    return Server(engine, tokenizer, settings, ChatTemplate.from_dir(args.model))
+    return ApiServer(engine, tokenizer, settings, ChatTemplate.from_dir(args.model))
 
 
 def main(argv: list[str] | None = None) -> None:

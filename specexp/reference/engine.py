@@ -17,8 +17,8 @@ from collections import deque
 
 import torch
 
+from specexp.reference.counters import EngineMetrics
 from specexp.reference.drafters import Drafter, pad
-from specexp.reference.metrics import EngineMetrics
 from specexp.reference.model import KVCache, Llama
 from specexp.reference.request import RequestState
 from specexp.reference.sampling import Sampling, verify
@@ -28,7 +28,7 @@ log = logging.getLogger("specexp.reference")
 STATS_INTERVAL_S = 10.0
 
 
-class Engine:
+class BatchEngine:
     def __init__(
         self,
         target: Llama,

@@ -27,8 +27,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from tokenizers import Tokenizer
 
 from specexp.reference.chat import ChatError, ChatTemplate
-from specexp.reference.engine import Engine
-from specexp.reference.request import RequestState as Sequence
+from specexp.reference.engine import BatchEngine
+from specexp.reference.request import RequestState
 
 DEFAULT_MAX_TOKENS = 16  # OpenAI's default for /v1/completions; chat defaults to the rest of the context
 
@@ -116,9 +116,9 @@ def _number(body: dict[str, Any], key: str, default: Any, kind: type, low: float
     return kind(value)
 
 
-class Server:
+class ApiServer:
     def __init__(
-        self, engine: Engine, tokenizer: Tokenizer, settings: ServerSettings, chat: ChatTemplate | None = None
+        self, engine: BatchEngine, tokenizer: Tokenizer, settings: ServerSettings, chat: ChatTemplate | None = None
     ) -> None:
         self.engine = engine
         self.tokenizer = tokenizer
@@ -180,8 +180,8 @@ class Server:
             raise APIError(400, "the rendered prompt is empty")
         return ids
 
-    def _parse(self, body: Any, endpoint: Endpoint) -> tuple[Sequence, Options]:
-        """Validate a request into a Sequence (emit wired later) and the response options."""
+    def _parse(self, body: Any, endpoint: Endpoint) -> tuple[RequestState, Options]:
+        """Validate a request into a RequestState (emit wired later) and the response options."""
         if not isinstance(body, dict):
             raise APIError(400, "the request body must be a JSON object")
         name = body.get("model")
@@ -213,7 +213,7 @@ class Server:
         options = body.get("stream_options") or {}
         if not isinstance(options, dict):
             raise APIError(400, "'stream_options' must be an object")
-        seq = Sequence(
+        seq = RequestState(
             prompt=prompt,
             max_tokens=max_tokens,
             temperature=temperature,
@@ -259,7 +259,7 @@ class Server:
             if seq.finish is None:
                 self.engine.abort(seq)
 
-    def _usage(self, seq: Sequence) -> dict[str, int]:
+    def _usage(self, seq: RequestState) -> dict[str, int]:
         completion = len(seq.tokens) - len(seq.prompt)
         return {
             "prompt_tokens": len(seq.prompt),
@@ -267,7 +267,7 @@ class Server:
             "total_tokens": len(seq.tokens),
         }
 
-    def _spec_details(self, seq: Sequence, steps: int) -> dict[str, Any]:
+    def _spec_details(self, seq: RequestState, steps: int) -> dict[str, Any]:
         """SGLang's per-request fields over this request's ``steps`` engine steps (each emitted the
         accepted drafts plus one token, so accepted = completion - steps)."""
         completion = len(seq.tokens) - len(seq.prompt)
@@ -285,7 +285,7 @@ class Server:
         self,
         request: web.Request,
         endpoint: Endpoint,
-        seq: Sequence,
+        seq: RequestState,
         events: asyncio.Queue,
         detok: Detokenizer,
         head: dict[str, Any],
@@ -327,7 +327,7 @@ class Server:
     async def _complete(
         self,
         endpoint: Endpoint,
-        seq: Sequence,
+        seq: RequestState,
         events: asyncio.Queue,
         detok: Detokenizer,
         head: dict[str, Any],

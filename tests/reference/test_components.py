@@ -8,9 +8,9 @@ from tokenizers import Tokenizer
 
 from specexp.models.tiny import TinyPaths
 from specexp.reference import model as model_module
+from specexp.reference.counters import EngineMetrics
 from specexp.reference.drafters import ModelDrafter, NgramDrafter
-from specexp.reference.engine import Engine
-from specexp.reference.metrics import EngineMetrics
+from specexp.reference.engine import BatchEngine
 from specexp.reference.model import KVCache, Llama
 from specexp.reference.request import RequestState
 from specexp.reference.server import Detokenizer
@@ -64,7 +64,7 @@ def test_noise_is_drawn_only_for_sampled_rows_each_from_its_own_generator(tiny: 
     of greedy rows gets one broadcast 1: nothing is built per row or per token."""
     k, cpu = 2, torch.device("cpu")
     target = Llama(tiny.target, torch.float32, cpu, 64)
-    engine = Engine(target, ModelDrafter(target, 3), k, 3, 1, EngineMetrics(k))
+    engine = BatchEngine(target, ModelDrafter(target, 3), k, 3, 1, EngineMetrics(k))
     vocab = target.cfg.vocab_size
 
     def request(seed: int | None) -> RequestState:

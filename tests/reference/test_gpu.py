@@ -17,9 +17,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from specexp.models.tiny import TinyPaths
+from specexp.reference.counters import EngineMetrics
 from specexp.reference.drafters import ModelDrafter
-from specexp.reference.engine import Engine
-from specexp.reference.metrics import EngineMetrics
+from specexp.reference.engine import BatchEngine
 from specexp.reference.model import Llama
 from specexp.reference.request import RequestState
 
@@ -30,11 +30,11 @@ K = 4
 LOW_PRECISION = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def admitted(tiny: TinyPaths, dtype: torch.dtype, draft: bool, rows: list[RequestState]) -> Engine:
+def admitted(tiny: TinyPaths, dtype: torch.dtype, draft: bool, rows: list[RequestState]) -> BatchEngine:
     """An engine on the GPU (drafting with the tiny drafter when ``draft``) with ``rows`` admitted and prefilled."""
     target = Llama(tiny.target, dtype, CUDA, 1024)
     drafter = ModelDrafter(Llama(tiny.draft, dtype, CUDA, 1024), len(rows)) if draft else None
-    engine = Engine(target, drafter, K, len(rows), 1, EngineMetrics(K if draft else 0))
+    engine = BatchEngine(target, drafter, K, len(rows), 1, EngineMetrics(K if draft else 0))
     for row in rows:
         engine.submit(row)
     engine._prefill(engine._admit())
