@@ -1,0 +1,222 @@
+"""A private specexp workspace per test: its own outputs/ (run and sweep folders, mlflow.db, server
+logs) in a temporary folder, the tiny model linked in from the shared build, and helpers to start
+specexp, a foreign reference server or an MLflow server as real processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from specexp.models.tiny import ensure_tiny
+from tests.conftest import FAST, engine_processes
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(check: Callable[[], object], timeout: float, what: str, proc: subprocess.Popen | None = None) -> object:
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` (and a dead ``proc``)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        found = check()
+        if found:
+            return found
+        if proc is not None and proc.poll() is not None:
+            out = proc.stdout.read() if proc.stdout else ""
+            raise AssertionError(f"process exited ({proc.returncode}) before {what}:\n{out[-3000:]}")
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """Kill a process started with start_new_session and everything in its group."""
+    if proc.poll() is None:
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+
+@dataclass
+class Workspace:
+    """``python -m specexp`` runs in ``root`` with SPECEXP_OUTPUTS=``outputs``: every default folder
+    and store (runs/, multirun/, servers/, mlflow.db) lands in the test's own temporary folder."""
+
+    root: Path
+    outputs: Path
+
+    @property
+    def uri(self) -> str:
+        return f"sqlite:///{self.outputs / 'mlflow.db'}"
+
+    @property
+    def marker(self) -> str:
+        """A string in the argv of every engine this workspace starts (its model path)."""
+        return str(self.outputs / "models")
+
+    def argv(self, *args: str, fast: bool = True) -> list[str]:
+        return [sys.executable, "-m", "specexp", *(FAST if fast else []), *args]
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {**os.environ, "SPECEXP_OUTPUTS": str(self.outputs), **extra}
+
+    def run(self, *args: str, timeout: float = 400, fast: bool = True, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            self.argv(*args, fast=fast),
+            cwd=self.root,
+            env=self.env(**env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def popen(self, *args: str, fast: bool = True, **env: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            self.argv(*args, fast=fast),
+            cwd=self.root,
+            env=self.env(**env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def module(self, module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", module, *args],
+            cwd=self.root,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def mlflow(self, uri: str | None = None) -> MlflowClient:
+        return MlflowClient(tracking_uri=uri or self.uri)
+
+    def runs(self, uri: str | None = None) -> list:
+        client = self.mlflow(uri)
+        exp = client.get_experiment_by_name("specexp")
+        return client.search_runs([exp.experiment_id]) if exp else []
+
+    def sweeps(self) -> list[Path]:
+        root = self.outputs / "multirun"
+        return sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
+
+    def engines(self) -> list[int]:
+        return engine_processes(self.marker)
+
+    def no_engine_left(self, timeout: float = 20) -> None:
+        """Every engine this workspace started is gone (parent-death signals take a moment)."""
+        end = time.monotonic() + timeout
+        while self.engines() and time.monotonic() < end:
+            time.sleep(0.2)
+        assert self.engines() == [], "an engine process outlived specexp"
+
+
+@pytest.fixture
+def ws(tmp_path: Path, shared_outputs: Path) -> Iterator[Workspace]:
+    ensure_tiny(shared_outputs)
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    (outputs / "models").symlink_to(shared_outputs / "models", target_is_directory=True)
+    workspace = Workspace(tmp_path, outputs)
+    yield workspace
+    for pid in workspace.engines():  # a failed test must not leave servers behind
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def reference_argv(ws: Workspace, port: int, served_name: str = "tiny") -> list[str]:
+    """A reference engine serving the tiny target without a drafter (someone else's server)."""
+    return [
+        sys.executable,
+        "-m",
+        "specexp.reference",
+        "--model",
+        str(ws.outputs / "models" / "tiny" / "target"),
+        "--served-model-name",
+        served_name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-running-requests",
+        "8",
+        "--num-continuous-decode-steps",
+        "1",
+        "--threads",
+        "1",
+    ]
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def foreign_server(ws: Workspace, port: int, served_name: str = "tiny") -> Iterator[str]:
+    """A reference engine specexp did not start, listening on ``port`` until the block ends."""
+    log = (ws.root / f"foreign-{port}.log").open("wb")
+    proc = subprocess.Popen(
+        reference_argv(ws, port, served_name), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: healthy(url + "/health"), 120, f"the foreign server on port {port}", proc)
+        yield url
+    finally:
+        stop_group(proc)
+        log.close()
+
+
+@contextmanager
+def mlflow_server(ws: Workspace, port: int) -> Iterator[str]:
+    """A real ``mlflow server`` on ``port`` over ``<root>/server.db``, artifacts proxied to <root>/served."""
+    argv = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--backend-store-uri",
+        f"sqlite:///{ws.root / 'server.db'}",
+        "--artifacts-destination",
+        str(ws.root / "served"),
+    ]
+    log = (ws.root / "mlflow-server.log").open("ab")
+    proc = subprocess.Popen(argv, cwd=ws.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: healthy(url + "/health"), 120, "the MLflow server", proc)
+        yield url
+    finally:
+        stop_group(proc)
+        log.close()

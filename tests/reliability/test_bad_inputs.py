@@ -1,0 +1,55 @@
+"""Item 9: a bad path or a schema picked as an option fails before any server starts, in one line
+that names the key, the file and (for a JSONL workload) the line; exit 2."""
+
+import pytest
+
+
+def assert_refused(ws, run, *words: str) -> None:
+    assert run.returncode == 2, run.stderr[-3000:]
+    for word in words:
+        assert word in run.stderr, (word, run.stderr[-3000:])
+    assert "Traceback" not in run.stderr
+    assert not (ws.outputs / "servers").exists()  # no server was started
+    assert ws.runs() == []
+
+
+@pytest.mark.parametrize("mode", ["single", "sweep"])
+def test_a_model_folder_without_config_json(ws, mode) -> None:
+    folder = ws.root / "not-a-model"
+    folder.mkdir()
+    (folder / "weights.bin").write_bytes(b"\0")
+    run = ws.run("drafter=none", f"model.path={folder}", *(["batch=1,2", "-m"] if mode == "sweep" else []))
+    assert_refused(ws, run, "model.path", str(folder / "config.json"), "Fix:")
+
+
+def test_a_missing_local_model_folder(ws) -> None:
+    run = ws.run("drafter=none", f"model.path={ws.root / 'absent'}")
+    assert_refused(ws, run, "model.path", str(ws.root / "absent"))
+
+
+def test_a_missing_workload_file(ws) -> None:
+    path = ws.root / "absent.jsonl"
+    run = ws.run("drafter=none", "workload=jsonl", f"workload.path={path}")
+    assert_refused(ws, run, "workload.path", str(path), "Fix:")
+
+
+def test_a_malformed_jsonl_line_is_named_by_file_and_line(ws) -> None:
+    path = ws.root / "prompts.jsonl"
+    path.write_text('{"prompt": "one"}\n\n{"prompt": "two"}\n{"prompt": "three"\n{"prompt": "four"}\n')
+    run = ws.run("drafter=none", "workload=jsonl", f"workload.path={path}", "batch=1,2", "-m")
+    assert_refused(ws, run, "workload.path", f"{path}:4", "Fix:")
+
+
+def test_a_line_without_a_prompt_is_named_by_file_and_line(ws) -> None:
+    path = ws.root / "prompts.jsonl"
+    path.write_text('{"prompt": "one"}\n{"question": "two"}\n')
+    run = ws.run("drafter=none", "workload=jsonl", f"workload.path={path}")
+    assert_refused(ws, run, "workload.path", f"{path}:2")
+
+
+@pytest.mark.parametrize("choice", ["drafter=drafter_schema", "engine=torch_schema", "workload=workload_schema"])
+def test_a_schema_is_not_an_option(ws, choice) -> None:
+    run = ws.run(choice)
+    assert run.returncode != 0, run.stderr[-3000:]
+    assert "_schema" not in run.stderr.split("Available options:")[-1]  # not offered either
+    assert not (ws.outputs / "servers").exists()

@@ -1,0 +1,95 @@
+"""Items 2 and 3: two sweeps started in the same second on a fresh MLflow store.
+
+Each gets its own folder (the sweep id in its path) and its own server log; neither overwrites the
+other's results; the store is created once (no race in MLflow's table creation) and each sweep has
+its parent run. A run folder that already holds results is never written over.
+"""
+
+import csv
+import json
+import subprocess
+import time
+
+import pytest
+
+from tests.reliability.conftest import Workspace
+
+
+@pytest.fixture(scope="module")
+def two_sweeps(tmp_path_factory, shared_outputs) -> tuple[Workspace, list[subprocess.CompletedProcess]]:
+    from specexp.models.tiny import ensure_tiny
+
+    ensure_tiny(shared_outputs)
+    root = tmp_path_factory.mktemp("two_sweeps")
+    outputs = root / "outputs"
+    outputs.mkdir()
+    (outputs / "models").symlink_to(shared_outputs / "models", target_is_directory=True)
+    ws = Workspace(root, outputs)
+    time.sleep(1.05 - time.time() % 1)  # start both just after a second ticks over
+    procs = [ws.popen("drafter=none", "batch=1", "-m") for _ in range(2)]
+    done = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=400)
+        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, out))
+    return ws, done
+
+
+def test_two_sweeps_in_the_same_second_get_their_own_folders(two_sweeps) -> None:
+    ws, runs = two_sweeps
+    for run in runs:
+        assert run.returncode == 0, run.stdout[-3000:]
+    sweeps = ws.sweeps()
+    assert len(sweeps) == 2, sweeps
+    for folder in sweeps:
+        result = json.loads((folder / "0" / "results.json").read_text())
+        assert result["status"] == "ok"
+        sweep_id = result["tags"]["specexp.sweep_id"]
+        assert sweep_id in str(folder)  # the sweep id is in the path
+        with (folder / "summary.csv").open() as f:
+            assert len(list(csv.DictReader(f))) == 1
+        assert (folder / "multirun.yaml").exists()
+
+
+def test_each_launch_has_its_own_server_log(two_sweeps) -> None:
+    ws, _ = two_sweeps
+    logs = sorted((ws.outputs / "servers").glob("*.log"))
+    assert len(logs) == 2, logs
+    for folder in ws.sweeps():
+        log = (folder / "0" / "server.log").read_text()
+        assert log.count("starting on http://") == 1, log[-2000:]  # one server's output, not two
+
+
+def test_a_fresh_store_shared_by_two_sweeps_gets_both_parent_runs(two_sweeps) -> None:
+    ws, runs = two_sweeps
+    for run in runs:
+        assert "duplicate column" not in run.stdout and "already exists" not in run.stdout, run.stdout[-3000:]
+    logged = ws.runs()
+    parents = {r.info.run_id: r for r in logged if r.data.tags.get("specexp.role") == "parent"}
+    children = [r for r in logged if r.data.tags.get("specexp.role") != "parent"]
+    assert len(parents) == 2 and len(children) == 2
+    sweep_ids = {p.data.tags["specexp.sweep_id"] for p in parents.values()}
+    assert len(sweep_ids) == 2
+    for child in children:
+        parent = parents[child.data.tags["mlflow.parentRunId"]]
+        assert parent.data.tags["specexp.sweep_id"] == child.data.tags["specexp.sweep_id"]
+        assert parent.info.status == "FINISHED"
+
+
+def test_a_sweep_whose_parent_run_cannot_be_created_says_so_and_stops(ws) -> None:
+    client = ws.mlflow()
+    client.delete_experiment(client.create_experiment("specexp"))  # runs cannot be created in it
+    run = ws.run("drafter=none", "batch=1", "-m", timeout=300)
+    assert run.returncode not in (0, 1), run.stderr[-3000:]
+    assert "parent run" in run.stderr and "Fix:" in run.stderr, run.stderr[-3000:]
+    assert not (ws.outputs / "servers").exists()  # said before any server started
+
+
+def test_a_run_folder_that_holds_results_is_never_written_over(ws) -> None:
+    folder = ws.root / "fixed"
+    first = ws.run("drafter=none", f"hydra.run.dir={folder}", timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = (folder / "results.json").read_text()
+    again = ws.run("drafter=none", f"hydra.run.dir={folder}", timeout=300)
+    assert again.returncode == 2, again.stderr[-3000:]
+    assert str(folder) in again.stderr and "hydra.run.dir" in again.stderr
+    assert (folder / "results.json").read_text() == before

@@ -1,0 +1,60 @@
+"""Item 8: ``resume=<sweep id | latest>`` finishes an interrupted grid sweep: points that finished ok
+(matched by their whole configuration) are kept, the rest run again, under the same parent run, and
+the summary and verdict cover every point."""
+
+import csv
+import json
+import signal
+import time
+
+import pytest
+
+from tests.reliability.conftest import wait_for
+
+SWEEP = ["drafter=none,tiny", "batch=2", "workload.num_prompts=64", "workload.output_len=32"]
+
+
+@pytest.mark.slow
+def test_resume_reruns_only_what_did_not_finish(ws) -> None:
+    proc = ws.popen(*SWEEP, "-m")
+    try:
+        wait_for(lambda: list(ws.outputs.glob("multirun/*/1/server.json")), 300, "the second point", proc)
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (sweep,) = ws.sweeps()
+    first = json.loads((sweep / "0" / "results.json").read_text())
+    assert first["status"] == "ok"
+    kept = (sweep / "0" / "results.json").read_bytes()
+    (parent,) = [r for r in ws.runs() if r.data.tags.get("specexp.role") == "parent"]
+
+    run = ws.run(*SWEEP, f"resume={first['tags']['specexp.sweep_id']}", "-m", timeout=400)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert ws.sweeps() == [sweep]  # the same folder
+    assert (sweep / "0" / "results.json").read_bytes() == kept  # the finished point was not rerun
+    interrupted = json.loads((sweep / "1" / "results.json").read_text())
+    assert interrupted["status"] == "interrupted"  # the earlier attempt is kept, not written over
+    rerun = json.loads((sweep / "2" / "results.json").read_text())
+    assert rerun["status"] == "ok" and rerun["params"]["drafter.name"] == "tiny"
+    assert not (sweep / "3").exists()
+
+    runs = ws.runs()
+    parents = [r for r in runs if r.data.tags.get("specexp.role") == "parent"]
+    assert [p.info.run_id for p in parents] == [parent.info.run_id]  # one parent run
+    assert parents[0].info.status == "FINISHED" and parents[0].data.metrics["points"] == 2
+    ok = [r for r in runs if r.data.tags.get("specexp.role") != "parent" and r.info.status == "FINISHED"]
+    assert sorted(r.data.params["drafter.name"] for r in ok) == ["none", "tiny"]
+    (spec,) = [r for r in ok if r.data.params["drafter.name"] == "tiny"]
+    assert "speedup" in spec.data.metrics  # against the baseline measured before the interrupt
+    with (sweep / "summary.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert sorted((r["drafter.name"], r["status"]) for r in rows) == [("none", "ok"), ("tiny", "ok")]
+    assert "with tiny, speculation" in (sweep / "verdict.txt").read_text()
+
+    again = ws.run(*SWEEP, "resume=latest", "-m", timeout=300)  # nothing left to do
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert not (sweep / "3").exists() and ws.sweeps() == [sweep]
+    assert len(ws.runs()) == len(runs)
