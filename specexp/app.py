@@ -6,6 +6,7 @@ ordered every job; here each job only measures its own point.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -47,4 +48,18 @@ def task(raw: DictConfig) -> dict[str, Any]:
     return result.to_json()
 
 
-main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(task)
+_hydra_main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(task)
+
+MULTIRUN_FLAGS = ("-m", "--multirun")
+
+
+def multirun_last(argv: list[str]) -> list[str]:
+    """``-m``/``--multirun`` moved behind the overrides: Hydra's parser takes no override after it,
+    and ``batch=1,4 -m dry_run=true`` is how people type it."""
+    flags = [a for a in argv if a in MULTIRUN_FLAGS]
+    return [a for a in argv if a not in MULTIRUN_FLAGS] + flags[:1]
+
+
+def main() -> None:
+    sys.argv[1:] = multirun_last(sys.argv[1:])
+    _hydra_main()

@@ -1,8 +1,10 @@
 """Registers the schemas and the sweep presets in Hydra's ConfigStore; turns a composed config into
 a validated ``Config``.
 
-YAML in conf/ names its schema (``defaults: [drafter_schema, _self_]``), so a typo'd key or a wrong
-type fails at composition; the dataclasses' ``__post_init__`` then check combinations.
+YAML in conf/ names its schema (``defaults: [/schema/drafter@_here_, _self_]``), so a typo'd key or a
+wrong type fails at composition; the dataclasses' ``__post_init__`` then check combinations. Schemas
+live in their own ``schema`` tree, not in the groups they type: ``drafter=drafter_schema`` would
+otherwise be an option (offered by Hydra's own error listing) that composes to no drafter at all.
 """
 
 from __future__ import annotations
@@ -42,9 +44,9 @@ SWEEPS_DIR = resource_dir("sweeps")
 def register() -> None:
     cs = ConfigStore.instance()
     cs.store(group="hydra/sweeper", name="specexp", node=SweeperConf, provider="specexp")
-    cs.store(name="config_schema", node=Config)
+    cs.store(group="schema", name="config", node=Config)
     for engine in ENGINES.values():
-        cs.store(group="engine", name=f"{engine.name}_schema", node=engine.config_class)
+        cs.store(group="schema/engine", name=engine.name, node=engine.config_class)
     for group, node in (
         ("model", ModelConfig),
         ("drafter", DrafterConfig),
@@ -53,7 +55,7 @@ def register() -> None:
         ("tracking", TrackingConfig),
         ("load", LoadConfig),
     ):
-        cs.store(group=group, name=f"{group}_schema", node=node)
+        cs.store(group="schema", name=group, node=node)
     # `+sweep=NAME` loads sweeps/NAME.yaml at the root, so a preset may set any key, hydra's included.
     for path in sorted(SWEEPS_DIR.glob("*.yaml")):
         cs.store(group="sweep", name=path.stem, node=OmegaConf.load(path), package="_global_")
