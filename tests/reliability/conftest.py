@@ -90,6 +90,8 @@ class Workspace:
         )
 
     def popen(self, *args: str, fast: bool = True, **env: str) -> subprocess.Popen:
+        """specexp in the background, SIGINT-able even when pytest itself ignores SIGINT (a shell
+        starts background jobs so, and the children inherit it)."""
         return subprocess.Popen(
             self.argv(*args, fast=fast),
             cwd=self.root,
@@ -97,6 +99,7 @@ class Workspace:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
 
     def module(self, module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -93,3 +93,17 @@ def test_a_run_folder_that_holds_results_is_never_written_over(ws) -> None:
     assert again.returncode == 2, again.stderr[-3000:]
     assert str(folder) in again.stderr and "hydra.run.dir" in again.stderr
     assert (folder / "results.json").read_text() == before
+
+
+def test_a_second_sweep_into_the_same_folder_writes_over_nothing(ws) -> None:
+    folder = ws.root / "fixed"
+    first = ws.run("drafter=none", "batch=1", f"hydra.sweep.dir={folder}", "-m", timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    kept = (folder / "0" / "results.json").read_bytes()
+    again = ws.run("drafter=none", "batch=2", f"hydra.sweep.dir={folder}", "-m", timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (folder / "0" / "results.json").read_bytes() == kept  # the first sweep's point is intact
+    second = json.loads((folder / "1" / "results.json").read_text())
+    assert second["status"] == "ok" and second["params"]["batch"] == 2
+    with (folder / "summary.csv").open() as f:
+        assert sorted(row["batch"] for row in csv.DictReader(f)) == ["1", "2"]  # the folder's every point

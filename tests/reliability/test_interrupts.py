@@ -43,7 +43,8 @@ def test_sigkill_leaves_an_up_to_date_parent_which_the_next_start_marks_killed(w
     assert later.returncode == 0, later.stderr[-3000:]
     parent = parent_of(ws)
     assert parent.info.status == "KILLED"
-    assert "KILLED" in later.stderr and parent.info.run_id in later.stderr
+    said = later.stdout + later.stderr
+    assert "KILLED" in said and parent.info.run_id in said
 
 
 def test_sigint_counts_the_points_that_finished(ws) -> None:

@@ -30,7 +30,7 @@ def test_ordinary_parameters_are_visible_and_secret_values_are_nowhere(ws) -> No
         "drafter=tiny",
         "drafter.num_draft_tokens=5",
         f"+engine.env.HF_TOKEN={CANARY}",
-        "+engine.env.TOKENIZERS_PARALLELISM=false",
+        "+engine.env.TOKENIZERS_PARALLELISM='false'",
         "batch=1",
         "-m",
         timeout=400,
