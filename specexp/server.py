@@ -1,8 +1,12 @@
-"""Engine server lifecycle: launch, readiness, log capture, reuse across a sweep's jobs, teardown.
+"""Engine server lifecycle: launch, identity and readiness, log capture, reuse across a sweep's jobs,
+teardown.
 
 One server runs at a time per specexp process. Consecutive jobs with the same server key reuse it;
 a new key, an exception, SIGINT, SIGTERM or interpreter exit tears the whole process group down, so
-no engine process outlives specexp.
+no engine process outlives specexp. A launched server is measured only once it has proven to be the
+one launched: its port was free before the launch, its process still runs, and it serves the model
+under a name that carries this launch's id (``/v1/models``), so someone else's server answering on
+the same port is never mistaken for it.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import errno
 import hashlib
 import json
 import os
@@ -19,29 +24,19 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from specexp import secrets
 from specexp.engines.base import Command
-
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
 class ServerStartError(RuntimeError):
-    """The server died or never became ready; carries the tail of its log."""
-
-
-def is_secret(key: str) -> bool:
-    """A secret-looking name; ``*_env`` keys hold a variable's name (e.g. api_key_env), not its value."""
-    return any(m in key.upper() for m in SECRET_MARKERS) and not key.lower().endswith("_env")
-
-
-def redact(env: dict[str, Any]) -> dict[str, Any]:
-    """Values as they may be shown or logged: secret-looking ones hidden."""
-    return {k: "***" if is_secret(k) else v for k, v in env.items()}
+    """The server died, never became ready, or is not the one launched; carries the tail of its log."""
 
 
 def server_key(command: Command | None, endpoint: str) -> str:
@@ -50,10 +45,36 @@ def server_key(command: Command | None, endpoint: str) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
+def launch_id() -> str:
+    """A new launch's id: part of the name the server serves under and of its log's name."""
+    return uuid.uuid4().hex[:8]
+
+
 def free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something already listens on ``host:port`` (False when this machine cannot tell, e.g.
+    for a host that is not one of its addresses)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT is free to a server
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
+
+
+def port_in_use_message(host: str, port: int) -> tuple[str, str]:
+    """The problem and the fix, for ConfigError("engine.port", ...) and ServerStartError alike."""
+    return (
+        f"port {port} on {host} is already in use (another server?)",
+        f"stop whatever listens on port {port}, pick another engine.port, or leave engine.port unset "
+        "(null) so specexp picks a free port",
+    )
 
 
 def log_tail(path: Path, lines: int = 40) -> str:
@@ -69,6 +90,15 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+@dataclass(frozen=True)
+class Identity:
+    """How a launched server proves it is the one specexp started: it lists ``served_name``, which
+    carries the launch's id, at ``models_url``."""
+
+    models_url: str
+    served_name: str
+
+
 @dataclass
 class Server:
     key: str
@@ -78,6 +108,7 @@ class Server:
     startup_s: float
     command: Command | None
     version: str | None = None  # the engine's version, asked once per server
+    served_name: str | None = None  # the model name requests must send (None: the config's)
 
     def alive(self) -> bool:
         return self.process is None or self.process.poll() is None
@@ -92,8 +123,10 @@ def wait_ready(
     process: subprocess.Popen[bytes] | None,
     log: Path | None,
     headers: dict[str, str] | None = None,
+    identity: Identity | None = None,
 ) -> None:
-    """Poll ``url`` until it answers 200; fail at once when the process exits."""
+    """Poll ``url`` until it answers 200 and, for a launched server, until it proves its ``identity``;
+    fail at once when the process exits or a server that is not the launched one answers."""
     end = time.monotonic() + deadline_s
     while True:
         if process is not None and process.poll() is not None:
@@ -101,18 +134,41 @@ def wait_ready(
                 f"server exited with code {process.returncode} before it was ready; log tail:\n"
                 + (log_tail(log) if log else "")
             )
-        try:
-            req = urllib.request.Request(url, headers=headers or {})
-            with urllib.request.urlopen(req, timeout=5) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            pass
+        if _answers(url, headers) and (identity is None or _proven(identity, headers, log)):
+            if process is not None and process.poll() is not None:
+                continue  # it answered and died: reported above
+            return
         if time.monotonic() > end:
             raise ServerStartError(
                 f"server not ready at {url} after {deadline_s:.0f}s; log tail:\n" + (log_tail(log) if log else "")
             )
         time.sleep(0.25)
+
+
+def _answers(url: str, headers: dict[str, str] | None) -> bool:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=5) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return False
+
+
+def _proven(identity: Identity, headers: dict[str, str] | None, log: Path | None) -> bool:
+    """True when the answering server lists the launch's name; ServerStartError when it lists others."""
+    try:
+        req = urllib.request.Request(identity.models_url, headers=headers or {})
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            served = [m.get("id") for m in json.load(resp).get("data", [])]
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError, AttributeError):
+        return False  # not up yet
+    if identity.served_name in served:
+        return True
+    port = urllib.parse.urlsplit(identity.models_url).port
+    raise ServerStartError(
+        f"{identity.models_url} answers, but not the server specexp launched: it serves {served}, not "
+        f"{identity.served_name!r}, so another process is listening on port {port}. Fix: stop it, or leave "
+        "engine.port unset (null) so specexp picks a free port; log tail:\n" + (log_tail(log) if log else "")
+    )
 
 
 def spawn(command: Command, log_path: Path, cwd: Path | None = None) -> subprocess.Popen[bytes]:
@@ -132,13 +188,27 @@ def spawn(command: Command, log_path: Path, cwd: Path | None = None) -> subproce
         )
 
 
-def launch(command: Command, key: str, base_url: str, ready_url: str, log_path: Path, deadline_s: float) -> Server:
+def launch(
+    command: Command,
+    key: str,
+    base_url: str,
+    ready_url: str,
+    log_path: Path,
+    deadline_s: float,
+    identity: Identity | None = None,
+) -> Server:
+    """Start ``command`` and wait until it is ready and proven to be the server answering."""
+    split = urllib.parse.urlsplit(base_url)
+    if split.hostname and split.port and port_in_use(split.hostname, split.port):
+        problem, fix = port_in_use_message(split.hostname, split.port)
+        raise ServerStartError(f"{problem}. Fix: {fix}")
     t0 = time.monotonic()
     process = spawn(command, log_path)
     server = Server(key, base_url, process, log_path, 0.0, command)
+    server.served_name = identity.served_name if identity else None
     _pool.current = server  # registered before readiness so an interrupt still tears it down
     try:
-        wait_ready(ready_url, deadline_s, process, log_path)
+        wait_ready(ready_url, deadline_s, process, log_path, identity=identity)
     except BaseException:
         _pool.stop()
         raise
@@ -181,6 +251,8 @@ class _Pool:
         server, self.current = self.current, None
         if server is not None and server.process is not None:
             terminate(server.process)
+            if server.log_path is not None:
+                secrets.scrub_file(server.log_path)
 
     def _hook(self) -> None:
         if self._hooked:
@@ -208,6 +280,7 @@ def acquire(
     log_path: Path,
     deadline_s: float,
     headers: dict[str, str] | None = None,
+    identity: Identity | None = None,
 ) -> tuple[Server, bool]:
     """The server for ``key``: the running one (reused=True) or a fresh launch."""
     server = _pool.get(key)
@@ -219,7 +292,7 @@ def acquire(
         server = Server(key, base_url, None, None, time.monotonic() - t0, None)
         _pool.current = server
         return server, False
-    return launch(command, key, base_url, ready_url, log_path, deadline_s), False
+    return launch(command, key, base_url, ready_url, log_path, deadline_s, identity), False
 
 
 def stop() -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from specexp import checks
 from specexp.config import Config
 from specexp.load.prompts import check_workload
-from specexp.point import describe, preflight
+from specexp.point import check, describe, preflight
 from specexp.sweep.names import axes, override, point_names
 
 
@@ -52,10 +53,12 @@ def plan(
     compose: Callable[[list[str]], Config], jobs: list[list[str]], sweep_id: str, names: list[str] | None = None
 ) -> list[list[str]]:
     """Jobs ordered by server, each with ``sweep_id``, its server's ``max_batch`` and its run's name
-    (``names``; default: the overrides that vary between jobs) appended; every job's dataset is read
-    and the engines' own parsers run once per server before anything starts (ConfigError on a bad
-    file or a refusal)."""
+    (``names``; default: the overrides that vary between jobs) appended. Before anything starts,
+    every job's files are checked (its dataset read), and once per server its fixed port and its
+    argv (the engine's own parser): ConfigError on a bad file or a refusal."""
     composed = [compose(o) for o in jobs]
+    for cfg in composed:
+        check(cfg)
     global_max = _largest(*(c.concurrency for c in composed))
     names = names or point_names(jobs, axes(jobs))
     planned = order_by_server(
@@ -69,5 +72,7 @@ def plan(
     if not planned[0].cfg.dry_run:
         for group, first in {j.group: j for j in reversed(planned)}.items():
             preflight(replace(first.cfg, max_batch=group_max[group]))
+            if describe(first.cfg).command is not None:
+                checks.check_port(first.cfg)
     sized = {g: [] if m is None else [f"max_batch={m}"] for g, m in group_max.items()}
     return [[*_named(j), f"sweep_id={sweep_id}", *sized[j.group]] for j in planned]
