@@ -2,16 +2,26 @@
 
 A point's run is opened when its measured window starts (so MLflow's system-metrics monitor can
 sample that window into it) and filled in after the point's results are on disk, so a tracking
-failure loses nothing. The MlflowClient API is used directly (no global active run), so a sweeper
-and its jobs can share one process without stepping on each other.
+failure loses nothing: ``python -m specexp.sync`` uploads the folders later, and uploading twice
+adds nothing (each point carries its id, ``specexp.point_id``, and its run is complete once tagged
+``specexp.uploaded``). The store is checked once before any server starts (``check``), with HTTP
+retries bounded so an unreachable server costs seconds, not minutes; a fresh sqlite store is created
+under a file lock, since MLflow's table creation races when two processes open a new database at
+once. The MlflowClient API is used directly (no global active run), so a sweeper and its jobs can
+share one process without stepping on each other.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import logging
+import os
+import socket
 import subprocess
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,11 +30,29 @@ from typing import Any
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
-from specexp.config import TrackingConfig
+from specexp import secrets
+from specexp.config import ConfigError, TrackingConfig
 
 log = logging.getLogger("specexp")
 
 PARENT_ROLE = "parent"
+POINT_ID = "specexp.point_id"
+UPLOADED = "specexp.uploaded"
+PROCESS = "specexp.process"  # host:pid:start time of the specexp process that owns a RUNNING run
+# MLflow's defaults (7 retries, backoff factor 2) wait minutes on a server that is down.
+HTTP_LIMITS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
+}
+REACH_TIMEOUT_S = 5.0
+SYNC_HINT = "python -m specexp.sync {folder}"
+TRACKING_FAILED = 3  # exit code: the points are measured and on disk, not all of them in MLflow
+
+
+class TrackingFailed(RuntimeError):
+    """MLflow could not record something; the results are on disk and specexp.sync can upload them."""
+
 _BATCH = 100  # MLflow's limit on params (and a safe size for metrics) per log_batch call
 # MLflow 3's UI opens an experiment by its kind: without this tag it guesses GenAI and shows traces.
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
@@ -44,10 +72,91 @@ def git_sha() -> str:
         return "unknown"
 
 
+_opened: set[str] = set()  # store URIs this process has opened (and so created) already
+
+
 def client(cfg: TrackingConfig) -> MlflowClient:
+    """A client for ``cfg.uri``; the first one per process opens the store under its file lock."""
     for name in _QUIET:
         logging.getLogger(name).setLevel(logging.WARNING)
-    return MlflowClient(tracking_uri=cfg.uri)
+    for key, value in HTTP_LIMITS.items():
+        os.environ.setdefault(key, value)
+    if cfg.uri in _opened:
+        return MlflowClient(tracking_uri=cfg.uri)
+    with _store_lock(cfg.uri):
+        mlflow = MlflowClient(tracking_uri=cfg.uri)  # a new sqlite store creates its tables here
+    _opened.add(cfg.uri)
+    return mlflow
+
+
+@contextlib.contextmanager
+def _store_lock(uri: str) -> Iterator[None]:
+    """An exclusive lock beside a sqlite database (<db>.lock); nothing for other stores."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    db = Path(uri.removeprefix("sqlite:///"))
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.parent / f"{db.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def check(cfg: TrackingConfig, outputs: Path) -> None:
+    """Reach the store once, before any server starts: ConfigError (one line, exit 2) when it cannot
+    be used. Runs left RUNNING by a specexp process that is gone are marked KILLED on the way."""
+    if not cfg.enabled:
+        return
+    fix = "start the tracking server, point tracking.uri at one that runs, or run with tracking.enabled=false"
+    split = urllib.parse.urlsplit(cfg.uri)
+    if split.scheme in ("http", "https"):
+        port = split.port or (443 if split.scheme == "https" else 80)
+        try:
+            socket.create_connection((split.hostname, port), timeout=REACH_TIMEOUT_S).close()
+        except OSError as exc:
+            raise ConfigError("tracking.uri", f"{cfg.uri} cannot be reached ({exc})", fix) from None
+    try:
+        mlflow = client(cfg)
+        exp_id = experiment_id(mlflow, cfg, outputs)
+    except Exception as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError("tracking.uri", f"{cfg.uri} cannot be used ({reason[:300]})", fix) from None
+    mark_killed(mlflow, exp_id)
+
+
+def process_tag() -> str:
+    """This process, as ``host:pid:start time`` (the start time guards against a reused pid)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_time(os.getpid())}"
+
+
+def _start_time(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "?"
+
+
+def _gone(tag: str) -> bool:
+    """Whether the process a ``process_tag`` names has ended (False when it ran on another host)."""
+    host, _, rest = tag.partition(":")
+    pid, _, started = rest.partition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return _start_time(int(pid)) != started
+
+
+def mark_killed(mlflow: MlflowClient, exp_id: str) -> list[str]:
+    """RUNNING runs whose specexp process is gone (SIGKILL, a second SIGINT during teardown) become
+    KILLED; returns their ids."""
+    stale = mlflow.search_runs([exp_id], filter_string="attributes.status = 'RUNNING'", max_results=1000)
+    killed = []
+    for run in stale:
+        tag = run.data.tags.get(PROCESS)
+        if tag and _gone(tag):
+            mlflow.set_terminated(run.info.run_id, "KILLED")
+            killed.append(run.info.run_id)
+            log.warning("marked run %s (%s) KILLED: its specexp process is gone", run.info.run_id, run.info.run_name)
+    return killed
 
 
 def ui_path(exp_id: str, run_id: str | None = None) -> str:
@@ -91,7 +200,14 @@ def log_values(
     metrics: Mapping[str, float] = {},
     params: Mapping[str, Any] = {},
     tags: Mapping[str, str] = {},
+    changed_only: bool = False,
 ) -> None:
+    """Metrics, params and tags in batches, secrets masked; ``changed_only`` skips metrics whose
+    latest value is the same already (a summary updated after every point, or synced twice)."""
+    if changed_only and metrics:
+        latest = mlflow.get_run(run_id).data.metrics
+        metrics = {k: v for k, v in metrics.items() if latest.get(k) != float(v)}
+    params, tags = secrets.scrub_data(dict(params)), secrets.scrub_data(dict(tags))
     now = now_ms()
     metric_list = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
     param_list = [Param(k, str(v)[:6000]) for k, v in params.items()]
@@ -114,8 +230,15 @@ def find_parent(mlflow: MlflowClient, exp_id: str, sweep_id: str) -> str | None:
 
 
 def start_parent(cfg: TrackingConfig, outputs: Path, sweep_id: str, name: str, tags: Mapping[str, str]) -> str:
+    """The sweep's parent run: the one it has (a resumed sweep), else a new one; RUNNING either way."""
     mlflow = client(cfg)
     exp_id = experiment_id(mlflow, cfg, outputs)
+    tags = {**tags, PROCESS: process_tag()}
+    parent = find_parent(mlflow, exp_id, sweep_id)
+    if parent is not None:
+        mlflow.update_run(parent, status="RUNNING")
+        log_values(mlflow, parent, tags=tags)
+        return parent
     run = mlflow.create_run(
         exp_id, run_name=name, tags={**tags, "specexp.sweep_id": sweep_id, "specexp.role": PARENT_ROLE}
     )
@@ -123,15 +246,27 @@ def start_parent(cfg: TrackingConfig, outputs: Path, sweep_id: str, name: str, t
 
 
 def open_point(
-    cfg: TrackingConfig, outputs: Path, run_name: str, sweep_id: str | None, start_time: int | None = None
+    cfg: TrackingConfig,
+    outputs: Path,
+    run_name: str,
+    sweep_id: str | None,
+    start_time: int | None = None,
+    point_id: str | None = None,
 ) -> str:
     """A point's run, RUNNING from ``start_time`` (its measured window's start; default now), under
-    its sweep's parent."""
+    its sweep's parent, tagged with the point's id and this process (KILLED at a later start if the
+    process dies first)."""
     mlflow = client(cfg)
     exp_id = experiment_id(mlflow, cfg, outputs)
     parent = find_parent(mlflow, exp_id, sweep_id) if sweep_id else None
     tags = {"mlflow.parentRunId": parent} if parent else {}
+    tags |= {PROCESS: process_tag(), **({POINT_ID: point_id} if point_id else {})}
     return mlflow.create_run(exp_id, start_time=start_time or now_ms(), run_name=run_name, tags=tags).info.run_id
+
+
+def find_point(mlflow: MlflowClient, exp_id: str, point_id: str) -> str | None:
+    runs = mlflow.search_runs([exp_id], filter_string=f"tags.`{POINT_ID}` = '{point_id}'", max_results=1)
+    return runs[0].info.run_id if runs else None
 
 
 @contextmanager
@@ -174,14 +309,22 @@ def log_point(
     end_time: int | None = None,
 ) -> str:
     """One point as one run (a child of its sweep's parent when there is one), opened now unless
-    ``run_id`` was opened when its window started; ended at ``end_time``; returns its id."""
+    ``run_id`` (or a run with the point's ``specexp.point_id``) was opened when its window started;
+    ended at ``end_time``; returns its id. A run uploaded completely before is left as it is, one
+    left half done is completed: uploading again adds nothing."""
     mlflow = client(cfg)
-    run_id = run_id or open_point(cfg, outputs, run_name, sweep_id)
+    point_id = tags.get(POINT_ID)
+    if run_id is None and point_id:
+        run_id = find_point(mlflow, experiment_id(mlflow, cfg, outputs), point_id)
+    if run_id is not None and mlflow.get_run(run_id).data.tags.get(UPLOADED) == "true":
+        return run_id
+    run_id = run_id or open_point(cfg, outputs, run_name, sweep_id, point_id=point_id)
     try:
-        log_values(mlflow, run_id, metrics, params, tags)
+        log_values(mlflow, run_id, metrics, params, tags, changed_only=True)
         for path in artifacts:
             if path.exists():
                 mlflow.log_artifact(run_id, str(path))
+        mlflow.set_tag(run_id, UPLOADED, "true")
     finally:
         mlflow.set_terminated(run_id, status, end_time=end_time)
     return run_id
