@@ -15,12 +15,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from specexp import help, point, server
+from specexp import checks, help, point, server, tracking
+from specexp.config import Config, ConfigError
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.console import console, invalid_config_exits, points_table
-from specexp.load.prompts import check_workload
 from specexp.report.summary import summary_rows
 from specexp.result import PointResult
+from specexp.tracking import SYNC_HINT, TRACKING_FAILED
 
 register()
 help.register_resolvers()
@@ -29,23 +30,45 @@ help.register_resolvers()
 def task(raw: DictConfig) -> dict[str, Any]:
     hc = HydraConfig.get()
     single = hc.mode == RunMode.RUN
+    job_dir = Path(hc.runtime.output_dir)
     if single:
         with invalid_config_exits():
             cfg = to_config(raw)
-            check_workload(cfg.workload)  # a bad dataset file stops here, before any server
+            check_single_run(cfg, job_dir)
     else:  # the sweeper validated every job before launching any
         cfg = to_config(raw)
     if cfg.dry_run:
         print(point.dry_run_text(cfg), flush=True)
         return PointResult.from_params("dry_run", point.flat_params(raw)).to_json()
-    result = point.run(cfg, raw, Path(hc.runtime.output_dir), hc.job.num if not single else 0)
+    result = point.run(cfg, raw, job_dir, hc.job.num if not single else 0)
     if single:
         server.stop()
         console.print(points_table(summary_rows([result]), f"results in {result.job_dir}"))
         if result.status != "ok":
             console.print(f"[red]point failed[/red]: {result.error}")
             raise SystemExit(1)
+        if cfg.tracking.enabled and result.run_id is None:
+            console.print(f"[red]not in MLflow[/red]: upload later with {SYNC_HINT.format(folder=job_dir)}")
+            raise SystemExit(TRACKING_FAILED)
     return result.to_json()
+
+
+def check_single_run(cfg: Config, job_dir: Path) -> None:
+    """Everything a single run can get wrong before its server starts (ConfigError: exit 2)."""
+    if cfg.resume is not None:
+        raise ConfigError("resume", "only a sweep can be resumed", "add -m (and the sweep's overrides)")
+    if (job_dir / point.RESULTS).exists():
+        raise ConfigError(
+            "hydra.run.dir", f"{job_dir} already holds a run's results", "leave hydra.run.dir at its default"
+        )
+    point.prepare(cfg)
+    point.check_files(cfg)  # a bad dataset file stops a dry run too
+    if cfg.dry_run:
+        return
+    point.preflight(cfg)
+    if point.describe(cfg).command is not None:
+        checks.check_port(cfg)
+    tracking.check(cfg.tracking, Path(cfg.outputs))
 
 
 _hydra_main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(task)

@@ -388,6 +388,8 @@ class Config:
     outputs: str = MISSING  # where mlflow.db, optuna.db and built models live
     sweep_id: str | None = None  # set by specexp's sweepers; shared by the jobs of one multirun
     run_name: str | None = None  # the point's MLflow run; sweepers name it by the axes that vary
+    # A sweep to finish (its id, or "latest"): points that finished ok are kept, the rest run again.
+    resume: str | None = None
     # The largest concurrency (batch, or load.max_concurrency) this job's server must take; set by the
     # sweeper over jobs sharing a server.
     max_batch: int | None = None

@@ -9,6 +9,9 @@ otherwise be an option (offered by Hydra's own error listing) that composes to n
 
 from __future__ import annotations
 
+import functools
+import time
+import uuid
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
@@ -41,7 +44,15 @@ CONF_DIR = resource_dir("conf")
 SWEEPS_DIR = resource_dir("sweeps")
 
 
+@functools.cache
+def run_id() -> str:
+    """This process's run or sweep id: its start time and a random suffix (``${specexp.run_id:}``)."""
+    return f"{time.strftime('%Y-%m-%d_%H-%M-%S')}-{uuid.uuid4().hex[:6]}"
+
+
 def register() -> None:
+    if not OmegaConf.has_resolver("specexp.run_id"):
+        OmegaConf.register_new_resolver("specexp.run_id", run_id, use_cache=True)
     cs = ConfigStore.instance()
     cs.store(group="hydra/sweeper", name="specexp", node=SweeperConf, provider="specexp")
     cs.store(group="schema", name="config", node=Config)

@@ -10,17 +10,20 @@ import asyncio
 import functools
 import json
 import logging
+import signal
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import aiohttp
 from omegaconf import DictConfig, OmegaConf
 
-from specexp import server, tracking
-from specexp.config import Config, ConfigError
+from specexp import checks, secrets, server, tracking
+from specexp.config import Config, ConfigError, TrackingConfig
 from specexp.console import load_progress
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
@@ -89,12 +92,12 @@ def warn_synthetic(name: str) -> None:
 
 def dry_run_text(cfg: Config) -> str:
     _, command, key = describe(cfg)
-    shown = {"server_key": key, "argv": command.argv, "env": server.redact(command.env)} if command else {"key": key}
-    return json.dumps(shown, indent=2)
+    shown = {"server_key": key, "argv": command.argv, "env": command.env} if command else {"key": key}
+    return json.dumps(secrets.scrub_data(shown), indent=2)
 
 
 def flat_params(raw: DictConfig) -> dict[str, Any]:
-    """The resolved config as dotted keys, secret-looking values redacted."""
+    """The resolved config as dotted keys, secret values masked (ordinary settings never are)."""
     flat: dict[str, Any] = {}
 
     def walk(node: Any, prefix: str) -> None:
@@ -105,7 +108,7 @@ def flat_params(raw: DictConfig) -> dict[str, Any]:
             flat[prefix[:-1]] = node
 
     walk(OmegaConf.to_container(raw, resolve=True), "")
-    return server.redact(flat)
+    return secrets.scrub_data(flat)
 
 
 def ensure_models(cfg: Config) -> None:
@@ -115,37 +118,87 @@ def ensure_models(cfg: Config) -> None:
         ensure_tiny(Path(cfg.outputs))
 
 
+def prepare(cfg: Config) -> None:
+    """Before a job is checked or run: its secrets known (so nothing writes them), its models built."""
+    secrets.remember_config(cfg)
+    if not cfg.dry_run:
+        ensure_models(cfg)
+
+
+def check_files(cfg: Config) -> None:
+    """The files a job names, readable before any server starts: its checkpoints (when specexp
+    launches the server) and its dataset; ConfigError naming key, file and line."""
+    if not cfg.dry_run and describe(cfg).command is not None:
+        checks.check_model_files(cfg)
+    check_workload(cfg.workload)
+
+
+class ServerExited(RuntimeError):
+    """The launched server's process ended while a point was using it."""
+
+
+T = TypeVar("T")
+
+
+async def watched(work: Awaitable[T], srv: server.Server, phase: str) -> T:
+    """``work``, unless the server process exits first: then ServerExited, naming the exit code,
+    ``phase`` and the log's tail (what the records would otherwise hide as connection errors)."""
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        await asyncio.wait({task}, timeout=0.5)
+        if not srv.alive():
+            break
+    if srv.alive():
+        return task.result()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    code = srv.process.returncode if srv.process else None
+    name = f" ({signal.Signals(-code).name})" if code is not None and code < 0 else ""
+    tail = server.log_tail(srv.log_path) if srv.log_path else "(no log)"
+    raise ServerExited(f"server exited with code {code}{name} {phase}; log tail:\n{tail}")
+
+
 async def measure_once(
     cfg: Config,
     engine: Engine,
-    base_url: str,
+    srv: server.Server,
     stream: str,
+    received: list[RequestRecord],
     repeat: int = 0,
     window: Callable[[], AbstractContextManager[None]] = nullcontext,
-) -> tuple[list[RequestRecord], dict]:
+) -> dict[str, float]:
     """Warm-up, then inside ``window``: counters, the measured requests (closed or open loop),
-    counters. Returns the records and the speculation metrics."""
+    counters. Returns the speculation metrics; each measured record joins ``received`` as it
+    finishes, so a window cut short by the server's death keeps what it got."""
     w = cfg.workload
-    shape = request_shape(w, cfg.model.api_name, engine.request_fields(cfg))
+    base_url = srv.base_url
+    shape = request_shape(w, srv.served_name or cfg.model.api_name, engine.request_fields(cfg))
     timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(headers=engine.headers(cfg), timeout=timeout, connector=connector) as http:
         warm = make_prompts(w, w.warmups(cfg.streams), f"{stream}/warmup", warmup=True)
         if warm:
-            await run_closed_loop(http, base_url, shape, warm, cfg.streams, engine.observe, warmup=True)
+            load = run_closed_loop(http, base_url, shape, warm, cfg.streams, engine.observe, warmup=True)
+            await watched(load, srv, "during warm-up")
         items = make_prompts(w, w.measured(cfg.streams), f"{stream}/measured")
         with window():
-            before = await engine.read_counters(http, base_url)
+            before = await watched(engine.read_counters(http, base_url), srv, "before the measured window")
             with load_progress(sum(len(c.turns) for c in items), load_label(cfg)) as on_done:
+
+                def keep(record: RequestRecord) -> None:
+                    received.append(record)
+                    on_done(record)
+
                 if cfg.load.kind == "rate":
                     seed = (cfg.load.seed, repeat)
                     arrivals = arrival_times(len(items), cfg.load.rate, cfg.load.burstiness, seed)
                     cap = cfg.load.max_concurrency
-                    records = await run_open_loop(http, base_url, shape, items, arrivals, cap, engine.observe, on_done)
+                    load = run_open_loop(http, base_url, shape, items, arrivals, cap, engine.observe, keep)
                 else:
-                    records = await run_closed_loop(http, base_url, shape, items, cfg.batch, engine.observe, on_done)
-            after = await engine.read_counters(http, base_url)
-    return records, acceptance_metrics(engine.acceptance(before, after, records))
+                    load = run_closed_loop(http, base_url, shape, items, cfg.batch, engine.observe, keep)
+                records = await watched(load, srv, "during the measured window")
+            after = await watched(engine.read_counters(http, base_url), srv, "after the measured window")
+    return acceptance_metrics(engine.acceptance(before, after, records))
 
 
 async def fetch_server_info(engine: Engine, cfg: Config, base_url: str) -> dict[str, Any] | None:
@@ -174,7 +227,10 @@ def measured_window(cfg: Config, result: PointResult, span: list[int]) -> Iterat
     start = tracking.now_ms()
     if cfg.tracking.enabled and result.run_id is None:
         try:
-            result.run_id = tracking.open_point(cfg.tracking, Path(cfg.outputs), run_name(cfg), cfg.sweep_id, start)
+            point_id = result.tags[tracking.POINT_ID]
+            result.run_id = tracking.open_point(
+                cfg.tracking, Path(cfg.outputs), run_name(cfg), cfg.sweep_id, start, point_id
+            )
         except Exception:  # the point goes on; its run is created when it ends
             log.exception("could not open the point's MLflow run")
     span[:1] = span[:1] or [start]
@@ -186,8 +242,12 @@ def measured_window(cfg: Config, result: PointResult, span: list[int]) -> Iterat
 
 
 def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResult:
-    """Measure one point and record it; never raises for a failed point (only for interrupts)."""
+    """Measure one point and record it; never raises for a failed point (only for interrupts, and
+    for a job folder that already holds results, which nothing may write over)."""
+    if (job_dir / RESULTS).exists():
+        raise FileExistsError(f"{job_dir} already holds the results of another point; nothing is written over them")
     job_dir.mkdir(parents=True, exist_ok=True)
+    secrets.remember_config(cfg)
     engine, key_command, key = describe(cfg)
     result = PointResult(
         status="ok",
@@ -201,6 +261,8 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         job_dir=str(job_dir),
     )
     result.tags = {
+        tracking.POINT_ID: uuid.uuid4().hex,
+        "mlflow.runName": run_name(cfg),
         "specexp.sweep_id": cfg.sweep_id or "",
         "specexp.server_key": key,
         "specexp.git_sha": tracking.git_sha(),
@@ -210,25 +272,31 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
     }
     if cfg.workload.synthetic and cfg.drafter.speculative:
         warn_synthetic(cfg.workload.name)
-    (job_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw, resolve=True))
+    config = OmegaConf.to_container(raw, resolve=True)
+    (job_dir / "config.yaml").write_text(OmegaConf.to_yaml(secrets.scrub_data(config)))
     server_log_start = 0
-    log_path = Path(cfg.outputs).resolve() / "servers" / f"{time.strftime('%Y%m%d-%H%M%S')}-{key}.log"
+    launch = server.launch_id()
+    log_path = Path(cfg.outputs).resolve() / "servers" / f"{time.strftime('%Y%m%d-%H%M%S')}-{key}-{launch}.log"
     records: list[RequestRecord] = []
     span: list[int] = []  # the measured window, ms since the epoch: the run's start and end
     try:
         ensure_models(cfg)
         preflight(cfg)
         port = cfg.engine.port or server.free_port(cfg.engine.host)
-        command = engine.command(cfg, port)
         base_url = engine.endpoint(cfg, port)
+        identity = None
+        if key_command is not None:  # served under a name carrying the launch id, proven at readiness
+            identity = server.Identity(base_url + "/v1/models", f"{cfg.model.api_name}@{launch}")
+            cfg = replace(cfg, model=replace(cfg.model, served_name=identity.served_name))
         srv, reused = server.acquire(
             key,
-            command,
+            engine.command(cfg, port),
             base_url,
             base_url + engine.ready_path,
             log_path,
             cfg.engine.startup_timeout_s,
             engine.headers(cfg),
+            identity,
         )
         if reused:
             log_path, server_log_start = srv.log_path or log_path, srv.log_size()
@@ -239,7 +307,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
             _write_json(job_dir / "server_info.json", asyncio.run(fetch_server_info(engine, cfg, srv.base_url)))
         shown = srv.command or key_command
         if shown:
-            _write_json(job_dir / "server.json", {"argv": shown.argv, "env": server.redact(shown.env)})
+            _write_json(job_dir / "server.json", {"argv": shown.argv, "env": shown.env})
         if srv.version is None:  # asked once per server: it may start the engine's interpreter
             srv.version = engine.version(cfg) or "unknown"
         result.tags |= {
@@ -252,8 +320,12 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
             # unique per sweep, job and repeat; a single run uses its folder's name (new each run)
             stream = f"{cfg.sweep_id or job_dir.name}/{job_num}/{repeat}"
             window = functools.partial(measured_window, cfg, result, span)
-            recs, acceptance = asyncio.run(measure_once(cfg, engine, srv.base_url, stream, repeat, window))
-            records += recs
+            received: list[RequestRecord] = []
+            try:
+                acceptance = asyncio.run(measure_once(cfg, engine, srv, stream, received, repeat, window))
+            finally:
+                recs = sorted(received, key=lambda r: r.index)
+                records += recs
             by_category = category_metrics(recs, engine.request_counts)
             repeat_metrics.append(
                 requests.compute(recs) | traffic.compute(recs) | slo.compute(recs, cfg.slo) | acceptance | by_category
@@ -281,6 +353,11 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
     except ConfigError as exc:  # the engine's own parser refused the argv: nothing was started
         log.error("%s", exc)
         result.status, result.error = "failed", f"ConfigError: {exc}"
+    except ServerExited as exc:  # the evidence: what was received, the exit code, the log's tail
+        log.error("%s", exc)
+        result.status, result.error = "failed", f"{exc} ({len(records)} records kept, marked partial)"
+        if records:
+            result.tags["specexp.records"] = "partial"
     except Exception as exc:  # a failing point is recorded and the sweep goes on
         log.exception("point failed")
         result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
@@ -288,13 +365,17 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         result.tags["specexp.status"] = result.status
         _save_server_log(log_path, server_log_start, job_dir)
         _write_records(job_dir / "records.jsonl", records)
-        _write_json(job_dir / "results.json", result.to_json())
+        _write_json(job_dir / RESULTS, result.to_json())
         _track(cfg, result, job_dir, span[1] if len(span) > 1 else None)
     return result
 
 
+RESULTS = "results.json"
+ARTIFACTS = ("config.yaml", "server.json", "server_info.json", "server.log", "records.jsonl", RESULTS)
+
+
 def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, default=str))
+    path.write_text(json.dumps(secrets.scrub_data(data), indent=2, default=str))
 
 
 def _write_records(path: Path, records: list[RequestRecord]) -> None:
@@ -309,36 +390,37 @@ def _save_server_log(log_path: Path, start: int, job_dir: Path) -> None:
         return
     with log_path.open("rb") as f:
         f.seek(start)
-        (job_dir / "server.log").write_bytes(f.read())
+        text = f.read().decode(errors="surrogateescape")
+    (job_dir / "server.log").write_text(secrets.scrub(text), errors="surrogateescape")
 
 
 def _track(cfg: Config, result: PointResult, job_dir: Path, end_time: int | None) -> None:
     if not cfg.tracking.enabled:
         return
     try:
-        result.run_id = tracking.log_point(
-            cfg.tracking,
-            Path(cfg.outputs),
-            run_name=run_name(cfg),
-            metrics=result.metrics,
-            params=result.params,
-            tags=result.tags,
-            artifacts=[
-                job_dir / n
-                for n in (
-                    "config.yaml",
-                    "server.json",
-                    "server_info.json",
-                    "server.log",
-                    "records.jsonl",
-                    "results.json",
-                )
-            ],
-            status={"ok": "FINISHED", "failed": "FAILED"}.get(result.status, "KILLED"),
-            sweep_id=cfg.sweep_id,
-            run_id=result.run_id,
-            end_time=end_time,
-        )
-        _write_json(job_dir / "results.json", result.to_json())
-    except Exception:  # the results are on disk; tracking is best effort
+        upload(cfg.tracking, Path(cfg.outputs), result, job_dir, end_time)
+    except Exception:  # the results are on disk: specexp.sync uploads them later
         log.exception("MLflow logging failed; results kept in %s", job_dir)
+
+
+def upload(
+    tracking_cfg: TrackingConfig, outputs: Path, result: PointResult, job_dir: Path, end_time: int | None = None
+) -> str:
+    """Send a point on disk to MLflow (its run opened at the window's start, or a new one; an upload
+    that completed before is kept as it is) and note the run's id in results.json; raises when
+    tracking fails."""
+    result.run_id = tracking.log_point(
+        tracking_cfg,
+        outputs,
+        run_name=result.tags.get("mlflow.runName", job_dir.name),
+        metrics=result.metrics,
+        params=result.params,
+        tags=result.tags,
+        artifacts=[job_dir / n for n in ARTIFACTS],
+        status={"ok": "FINISHED", "failed": "FAILED"}.get(result.status, "KILLED"),
+        sweep_id=result.tags.get("specexp.sweep_id") or None,
+        run_id=result.run_id,
+        end_time=end_time,
+    )
+    _write_json(job_dir / RESULTS, result.to_json())
+    return result.run_id
