@@ -48,16 +48,15 @@ HTTP_LIMITS = {
 REACH_TIMEOUT_S = 5.0
 SYNC_HINT = "python -m specexp.sync {folder}"
 TRACKING_FAILED = 3  # exit code: the points are measured and on disk, not all of them in MLflow
-
-
-class TrackingFailed(RuntimeError):
-    """MLflow could not record something; the results are on disk and specexp.sync can upload them."""
-
 _BATCH = 100  # MLflow's limit on params (and a safe size for metrics) per log_batch call
 # MLflow 3's UI opens an experiment by its kind: without this tag it guesses GenAI and shows traces.
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 # Chatter a user cannot act on: table creation on a new store, the monitor's start/stop lines.
 _QUIET = ("mlflow.store.db.utils", "alembic", "mlflow.system_metrics")
+
+
+class TrackingFailed(RuntimeError):
+    """MLflow could not record something; the results are on disk and specexp.sync can upload them."""
 
 
 @functools.cache

@@ -9,6 +9,7 @@ from specexp.console import invalid_config_exits
 from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.baselines import with_baselines
 from specexp.sweep.names import sweep_name, sweep_params, swept
+from specexp.tracking import TRACKING_FAILED
 
 
 class SweepFailed(SystemExit):
@@ -25,20 +26,24 @@ def expand(sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[st
 def run_grid(
     sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[str], max_batch_size: int | None
 ) -> SweepRun:
-    """Plan, launch in chunks of ``max_batch_size`` jobs, record; SweepFailed when a point failed."""
+    """Plan, skip what a resumed sweep finished already, launch in chunks of ``max_batch_size`` jobs,
+    record; SweepFailed when a point failed (1) or did not reach MLflow (3)."""
     run = sweeper.new_run()
     with invalid_config_exits():
-        wanted = with_baselines(sweeper, expand(sweeper, params, arguments))
-        jobs = sweeper.plan(wanted, run.sweep_id)
-    first, what = sweeper.compose(jobs[0]), swept(wanted)
+        wanted = with_baselines(sweeper, expand(sweeper, params, sweeper.job_arguments(arguments)))
+        planned = sweeper.plan(wanted, run.sweep_id)
+    jobs = sweeper.remaining(run, planned)
+    first, what = sweeper.compose(planned[0]), swept(wanted)
     run.name, run.params = sweep_name(first, what), sweep_params(first, what)
-    size = max_batch_size or len(jobs)
+    size = max_batch_size or max(len(jobs), 1)
 
     def body(run: SweepRun) -> None:
         for start in range(0, len(jobs), size):
-            sweeper.launch(run, jobs[start : start + size], start)
+            sweeper.launch(run, jobs[start : start + size])
 
-    sweeper.record(run, first, len(jobs), body)
-    if any(r.status not in ("ok", "dry_run") for r in run.results):
+    sweeper.record(run, first, body)
+    if any(r.status not in ("ok", "dry_run") for r in run.points()):
         raise SweepFailed(1)
+    if run.recorder is not None and run.recorder.untracked:
+        raise SweepFailed(TRACKING_FAILED)
     return run

@@ -1,22 +1,26 @@
-"""The live record of a sweep: its MLflow parent run, and at the end summary.csv, speedups on the
-child runs, crossovers on the parent, plots and the verdict in the console. Written to the sweep
-folder first, then sent to MLflow. The analysis, tables and plots come from specexp.report."""
+"""The live record of a sweep: sweep.json, its MLflow parent run, and after every point summary.csv,
+the verdict, speedups on the child runs and crossovers, counts and the description on the parent;
+at the end plots, artifacts and the verdict in the console. Written to the sweep folder first, then
+sent to MLflow, so an interrupted or killed sweep still shows every point that finished. The
+analysis, tables and plots come from specexp.report."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from specexp import tracking
-from specexp.config import Config
+from specexp.config import TrackingConfig
 from specexp.console import console, points_table
 from specexp.report.analysis import apply
 from specexp.report.markdown import points_markdown
 from specexp.report.summary import summary_rows, write_csv
 from specexp.report.verdict import verdicts
 from specexp.result import PointResult
+from specexp.sweep import folder
 
 log = logging.getLogger("specexp")
 
@@ -30,26 +34,87 @@ def description(rows: Sequence[PointResult], words: Sequence[str], settings: Seq
 
 @dataclass
 class SweepRecorder:
-    cfg: Config
+    tracking: TrackingConfig
+    outputs: Path
     sweep_id: str
     sweep_dir: Path
     parent_id: str | None
     kind: str = "grid"
+    settings: list[str] = field(default_factory=list)  # keys shown as table columns (a study's tuned ones)
+    untracked: bool = False  # something did not reach MLflow: specexp.sync uploads it later
 
     @classmethod
     def start(
-        cls, cfg: Config, sweep_id: str, sweep_dir: Path, jobs: int, kind: str, name: str, params: dict[str, str]
+        cls,
+        tracking_cfg: TrackingConfig,
+        outputs: Path,
+        sweep_id: str,
+        sweep_dir: Path,
+        kind: str,
+        name: str,
+        params: dict[str, str],
+        settings: Sequence[str] = (),
     ) -> SweepRecorder:
-        """The parent run, named by what is swept, with the swept axes and fixed settings as params."""
+        """The sweep's record and parent run (a resumed sweep keeps its own), named by what is swept,
+        with the swept axes and fixed settings as params; TrackingFailed when the parent run cannot
+        be created, before any server starts."""
         parent = None
-        if cfg.tracking.enabled:
+        if tracking_cfg.enabled:
             try:
-                tags = {"specexp.git_sha": tracking.git_sha(), "specexp.jobs": str(jobs), "specexp.kind": kind}
-                parent = tracking.start_parent(cfg.tracking, Path(cfg.outputs), sweep_id, name, tags)
-                tracking.log_values(tracking.client(cfg.tracking), parent, params=params)
-            except Exception:
-                log.exception("could not create the sweep's MLflow parent run; points are still saved")
-        return cls(cfg, sweep_id, sweep_dir, parent, kind)
+                tags = {"specexp.git_sha": tracking.git_sha(), "specexp.kind": kind}
+                parent = tracking.start_parent(tracking_cfg, outputs, sweep_id, name, tags)
+                tracking.log_values(tracking.client(tracking_cfg), parent, params=params)
+            except Exception as exc:
+                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise tracking.TrackingFailed(
+                    f"could not create the sweep's parent run in {tracking_cfg.uri} ({reason[:300]}). Fix: check "
+                    f"tracking.uri and tracking.experiment={tracking_cfg.experiment} (an active experiment), or run "
+                    "with tracking.enabled=false and upload later with python -m specexp.sync"
+                ) from None
+        recorder = cls(tracking_cfg, outputs, sweep_id, sweep_dir, parent, kind, list(settings))
+        recorder._write_record("running", name, params)
+        return recorder
+
+    @classmethod
+    def of(cls, sweep_dir: Path) -> SweepRecorder:
+        """The recorder of a sweep folder on disk (specexp.sync), its parent run found or created."""
+        record = folder.read_record(sweep_dir)
+        if record is None:
+            raise FileNotFoundError(f"{sweep_dir / folder.RECORD} does not exist: not a sweep folder")
+        cfg = TrackingConfig(**{**record["tracking"], "enabled": True})
+        return cls.start(
+            cfg,
+            Path(record["outputs"]),
+            record["sweep_id"],
+            sweep_dir,
+            record.get("kind", "grid"),
+            record.get("name", f"sweep-{record['sweep_id']}"),
+            record.get("params", {}),
+            record.get("settings", []),
+        )
+
+    def _write_record(self, state: str, name: str | None = None, params: dict[str, str] | None = None) -> None:
+        earlier = folder.read_record(self.sweep_dir) or {}
+        folder.write_record(
+            self.sweep_dir,
+            {
+                "sweep_id": self.sweep_id,
+                "started": earlier.get("started", time.strftime("%Y-%m-%dT%H:%M:%S")),
+                "state": state,
+                "parent_run_id": self.parent_id or earlier.get("parent_run_id"),
+                "kind": self.kind,
+                "name": name or earlier.get("name"),
+                "params": params if params is not None else earlier.get("params", {}),
+                "settings": self.settings,
+                "tracking": asdict(self.tracking),
+                "outputs": str(self.outputs),
+            },
+        )
+
+    def update(self, rows: Sequence[PointResult]) -> None:
+        """After every point: summary and verdict on disk, speedups, counts and the description in MLflow."""
+        speedups, cross, words = self._write(rows, ())
+        self._publish(rows, speedups, cross, words, {}, [], None)
 
     def finish(
         self,
@@ -58,44 +123,76 @@ class SweepRecorder:
         extra_metrics: dict[str, float] | None = None,
         extra_files: list[Path] | None = None,
         answer: Sequence[str] = (),
-        settings: Sequence[str] = (),
+        show: bool = True,
     ) -> None:
-        """Summarize the sweep on disk, then on its parent run (with a tuner's extra results, its
-        ``answer`` in words and its tuned ``settings`` as table columns)."""
-        speedups, cross = apply(rows)
-        table = summary_rows(rows, settings)
-        if table:
-            write_csv(self.sweep_dir / "summary.csv", table)
+        """Summarize the sweep on disk (plots too), then on its parent run, which ends FINISHED,
+        FAILED (a point failed) or KILLED (interrupted); a tuner adds its extra results and its
+        ``answer`` in words."""
+        speedups, cross, words = self._write(rows, answer)
         from specexp.report.plots import make_plots  # plotly and matplotlib: only when a sweep ends
 
         plots = make_plots(rows, cross, self.sweep_dir / "plots")
+        if show:
+            console.print(points_table(summary_rows(rows, self.settings), f"sweep {self.sweep_id}", self.settings))
+            for line in words:
+                console.print(f"[bold]{line}[/bold]")
+            if self.kind == "grid" and any(r.speculative for r in rows) and not speedups:
+                console.print("no speculative point has a baseline (drafter=none) in this sweep: no speedups")
+        self._write_record("interrupted" if interrupted else "finished")
+        failed = any(not r.ok for r in rows)
+        status = "KILLED" if interrupted else ("FAILED" if failed else "FINISHED")
+        files = [self.sweep_dir / n for n in ("summary.csv", "verdict.txt", "multirun.yaml")]
+        files += [*(extra_files or []), *plots]
+        self._publish(rows, speedups, cross, words, extra_metrics or {}, files, status)
+        on_disk = [r for r in rows if r.job_dir and r.status != "dry_run"]
+        self.untracked |= self.tracking.enabled and any(r.run_id is None for r in on_disk)
+        if self.untracked:
+            hint = tracking.SYNC_HINT.format(folder=self.sweep_dir)
+            console.print(f"[red]not everything reached MLflow[/red]: the results are in {self.sweep_dir}; {hint}")
+        elif self.parent_id is not None and show:
+            exp_id = tracking.client(self.tracking).get_run(self.parent_id).info.experiment_id
+            console.print(f"in MLflow: {tracking.ui_hint(self.tracking, exp_id, self.parent_id)}")
+
+    def _write(
+        self, rows: Sequence[PointResult], answer: Sequence[str]
+    ) -> tuple[dict[int, dict[str, float]], dict[str, float], list[str]]:
+        speedups, cross = apply(rows)
+        table = summary_rows(rows, self.settings)
+        if table:
+            write_csv(self.sweep_dir / "summary.csv", table)
         words = [*verdicts(rows, speedups, cross), *answer]
         (self.sweep_dir / "verdict.txt").write_text("\n".join(words) + "\n")
-        console.print(points_table(table, f"sweep {self.sweep_id}", settings))
-        for line in words:
-            console.print(f"[bold]{line}[/bold]")
-        if self.kind == "grid" and any(r.speculative for r in rows) and not speedups:
-            console.print("no speculative point has a baseline (drafter=none) in this sweep: no speedups")
+        return speedups, cross, words
+
+    def _publish(
+        self,
+        rows: Sequence[PointResult],
+        speedups: dict[int, dict[str, float]],
+        cross: dict[str, float],
+        words: list[str],
+        extra_metrics: dict[str, float],
+        files: list[Path],
+        status: str | None,
+    ) -> None:
         if self.parent_id is None:
             return
         try:
-            mlflow = tracking.client(self.cfg.tracking)
+            mlflow = tracking.client(self.tracking)
             for i, ratios in speedups.items():
                 if rows[i].run_id:
-                    tracking.log_values(mlflow, rows[i].run_id, metrics=ratios)
+                    tracking.log_values(mlflow, rows[i].run_id, metrics=ratios, changed_only=True)
             failed = sum(not r.ok for r in rows)
-            summary = {**cross, **(extra_metrics or {}), "points": len(rows), "points_failed": failed}
-            note = description(rows, words, settings)
-            tracking.log_values(mlflow, self.parent_id, metrics=summary, tags={"mlflow.note.content": note})
-            files = [self.sweep_dir / n for n in ("summary.csv", "verdict.txt", "multirun.yaml")]
-            for path in [*files, *(extra_files or [])]:
+            summary = {**cross, **extra_metrics, "points": len(rows), "points_failed": failed}
+            note = description(rows, words, self.settings)
+            tracking.log_values(
+                mlflow, self.parent_id, metrics=summary, tags={"mlflow.note.content": note}, changed_only=True
+            )
+            for path in files:
                 if path.exists():
-                    mlflow.log_artifact(self.parent_id, str(path))
-            for path in plots:
-                mlflow.log_artifact(self.parent_id, str(path), artifact_path="plots")
-            status = "KILLED" if interrupted else ("FAILED" if failed else "FINISHED")
-            mlflow.set_terminated(self.parent_id, status)
-            exp_id = mlflow.get_run(self.parent_id).info.experiment_id
-            console.print(f"in MLflow: {tracking.ui_hint(self.cfg.tracking, exp_id, self.parent_id)}")
+                    in_plots = path.parent == self.sweep_dir / "plots"
+                    mlflow.log_artifact(self.parent_id, str(path), artifact_path="plots" if in_plots else None)
+            if status is not None:
+                mlflow.set_terminated(self.parent_id, status)
         except Exception:
+            self.untracked = True
             log.exception("MLflow sweep logging failed; the summary is in %s", self.sweep_dir)

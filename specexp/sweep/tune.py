@@ -141,7 +141,7 @@ class Tuner:
             return self._sweep(arguments)
 
     def _sweep(self, arguments: list[str]) -> Any:
-        base, swept = split_sweeps(arguments)
+        base, swept = split_sweeps(self.sweeper.job_arguments(arguments))
         space_text = {**self.params, **swept}
         self.space = SearchSpace.parse(space_text, dict(self.conf.conditions))
         outputs = Path(str(self.config.outputs))
@@ -184,7 +184,9 @@ class Tuner:
             while not self._done(study, deadline):
                 self._trial(study, base, run)
 
-        self.sweeper.record(run, first, self.conf.n_trials, body)
+        self.sweeper.record(run, first, body)
+        if run.recorder is not None and run.recorder.untracked:
+            raise SystemExit(tracking.TRACKING_FAILED)
         return study
 
     def _check_slo(self, cfg: Config) -> None:
@@ -221,7 +223,7 @@ class Tuner:
             self._tell(study, trial, state=TrialState.PRUNED)
             console.print(f"trial {trial.number} {values}: infeasible, not launched ({exc})")
             return
-        results = self.sweeper.launch(run, jobs, len(run.results))
+        results = self.sweeper.launch(run, jobs)
         failed = [r for r in results if not r.ok]
         if self.batches:
             scores = [r.metrics.get(self.objectives[0]) for r in results]
