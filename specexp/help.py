@@ -3,8 +3,8 @@ one-line description, read from conf/ and sweeps/ so the help never disagrees wi
 
 Hydra prints ``hydra.help.template`` (conf/hydra/help/specexp.yaml); the two resolvers here fill in
 the parts that come from files. An option's description is the first sentence of its YAML's first
-comment line (after ``# @package``); ``*_schema`` entries are dataclasses, not choices, and are not
-listed.
+comment line (after ``# @package``); the schemas (ConfigStore's ``schema/`` tree) are dataclasses,
+not choices, and are not listed.
 """
 
 from __future__ import annotations
