@@ -48,7 +48,8 @@ def task(raw: DictConfig) -> dict[str, Any]:
             console.print(f"[red]point failed[/red]: {result.error}")
             raise SystemExit(1)
         if cfg.tracking.enabled and result.run_id is None:
-            console.print(f"[red]not in MLflow[/red]: upload later with {SYNC_HINT.format(folder=job_dir)}")
+            hint = SYNC_HINT.format(folder=job_dir)
+            console.print(f"[red]not in MLflow[/red]: upload later with {hint}", soft_wrap=True)
             raise SystemExit(TRACKING_FAILED)
     return result.to_json()
 

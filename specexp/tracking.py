@@ -116,11 +116,18 @@ def check(cfg: TrackingConfig, outputs: Path) -> None:
             raise ConfigError("tracking.uri", f"{cfg.uri} cannot be reached ({exc})", fix) from None
     try:
         mlflow = client(cfg)
-        exp_id = experiment_id(mlflow, cfg, outputs)
+        exp = mlflow.get_experiment_by_name(cfg.experiment)
     except Exception as exc:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ConfigError("tracking.uri", f"{cfg.uri} cannot be used ({reason[:300]})", fix) from None
-    mark_killed(mlflow, exp_id)
+    if exp is not None and exp.lifecycle_stage == "deleted":  # MLflow refuses every run in it
+        raise ConfigError(
+            "tracking.experiment",
+            f"experiment {cfg.experiment!r} (id {exp.experiment_id}) is deleted in {cfg.uri}",
+            f"restore it (mlflow experiments restore --experiment-id {exp.experiment_id}) or choose another "
+            "tracking.experiment",
+        )
+    mark_killed(mlflow, experiment_id(mlflow, cfg, outputs))
 
 
 def process_tag() -> str:
@@ -228,8 +235,16 @@ def find_parent(mlflow: MlflowClient, exp_id: str, sweep_id: str) -> str | None:
     return runs[0].info.run_id if runs else None
 
 
-def start_parent(cfg: TrackingConfig, outputs: Path, sweep_id: str, name: str, tags: Mapping[str, str]) -> str:
-    """The sweep's parent run: the one it has (a resumed sweep), else a new one; RUNNING either way."""
+def start_parent(
+    cfg: TrackingConfig,
+    outputs: Path,
+    sweep_id: str,
+    name: str,
+    tags: Mapping[str, str],
+    params: Mapping[str, Any] = {},
+) -> str:
+    """The sweep's parent run, RUNNING: the one it has (a resumed sweep, which keeps the name and
+    params it started with), else a new one with ``params``."""
     mlflow = client(cfg)
     exp_id = experiment_id(mlflow, cfg, outputs)
     tags = {**tags, PROCESS: process_tag()}
@@ -241,6 +256,7 @@ def start_parent(cfg: TrackingConfig, outputs: Path, sweep_id: str, name: str, t
     run = mlflow.create_run(
         exp_id, run_name=name, tags={**tags, "specexp.sweep_id": sweep_id, "specexp.role": PARENT_ROLE}
     )
+    log_values(mlflow, run.info.run_id, params=params)
     return run.info.run_id
 
 

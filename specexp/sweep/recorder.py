@@ -62,8 +62,7 @@ class SweepRecorder:
         if tracking_cfg.enabled:
             try:
                 tags = {"specexp.git_sha": tracking.git_sha(), "specexp.kind": kind}
-                parent = tracking.start_parent(tracking_cfg, outputs, sweep_id, name, tags)
-                tracking.log_values(tracking.client(tracking_cfg), parent, params=params)
+                parent = tracking.start_parent(tracking_cfg, outputs, sweep_id, name, tags, params)
             except Exception as exc:
                 reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise tracking.TrackingFailed(
@@ -148,7 +147,8 @@ class SweepRecorder:
         self.untracked |= self.tracking.enabled and any(r.run_id is None for r in on_disk)
         if self.untracked:
             hint = tracking.SYNC_HINT.format(folder=self.sweep_dir)
-            console.print(f"[red]not everything reached MLflow[/red]: the results are in {self.sweep_dir}; {hint}")
+            console.print(f"[red]not everything reached MLflow[/red]: results in {self.sweep_dir}", soft_wrap=True)
+            console.print(f"upload them later with: {hint}", soft_wrap=True)
         elif self.parent_id is not None and show:
             exp_id = tracking.client(self.tracking).get_run(self.parent_id).info.experiment_id
             console.print(f"in MLflow: {tracking.ui_hint(self.tracking, exp_id, self.parent_id)}")

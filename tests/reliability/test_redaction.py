@@ -7,6 +7,7 @@ in the MLflow store and nothing on the console holds it.
 
 import csv
 import json
+from pathlib import Path
 
 from tests.reliability.conftest import foreign_server, free_port
 
@@ -36,7 +37,7 @@ def test_ordinary_parameters_are_visible_and_secret_values_are_nowhere(ws) -> No
         timeout=400,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    (child,) = [r for r in ws.runs() if r.data.tags.get("specexp.role") != "parent"]
+    (child,) = [r for r in ws.runs() if r.data.params.get("drafter.name") == "tiny"]
     params = child.data.params
     assert params["drafter.num_draft_tokens"] == "5"
     assert params["workload.token_range"] == "[100, 1000]"
@@ -45,11 +46,12 @@ def test_ordinary_parameters_are_visible_and_secret_values_are_nowhere(ws) -> No
     assert params["engine.env.HF_TOKEN"] == "***"
     (sweep,) = ws.sweeps()
     with (sweep / "summary.csv").open() as f:
-        (row,) = csv.DictReader(f)
+        (row,) = [r for r in csv.DictReader(f) if r["drafter.name"] == "tiny"]
     assert row["drafter.num_draft_tokens"] == "5"
-    results = json.loads((sweep / "0" / "results.json").read_text())
+    job = Path(row["job_dir"])
+    results = json.loads((job / "results.json").read_text())
     assert results["params"]["drafter.num_draft_tokens"] == 5
-    server = json.loads((sweep / "0" / "server.json").read_text())
+    server = json.loads((job / "server.json").read_text())
     assert server["env"]["HF_TOKEN"] == "***" and server["env"]["TOKENIZERS_PARALLELISM"] == "false"
     assert files_holding(ws.root, CANARY) == []  # outputs/ (run folders, logs, mlflow.db, artifacts)
     assert CANARY not in run.stdout + run.stderr
