@@ -170,12 +170,18 @@ class LaunchingSweeper(Sweeper):
             name = run.name or f"sweep-{run.sweep_id}"
             try:
                 run.recorder = SweepRecorder.start(
-                    first.tracking, Path(first.outputs), run.sweep_id, run.sweep_dir, run.kind, name, run.params
+                    first.tracking,
+                    Path(first.outputs),
+                    run.sweep_id,
+                    run.sweep_dir,
+                    run.kind,
+                    name,
+                    run.params,
+                    run.settings,
                 )
             except tracking.TrackingFailed as exc:
                 console.print(f"[red]tracking failed[/red]: {exc}")
                 raise SystemExit(tracking.TRACKING_FAILED) from None
-            run.recorder.settings = run.settings
         interrupted = True
         try:
             body(run)
