@@ -1,6 +1,7 @@
-"""What is checked before any server starts, beyond the schemas: the checkpoints a config names
-(its dataset is read by specexp.load.prompts.check_workload), and a fixed port being free. Each failure is one ConfigError naming the key, the file (and the line) and
-the fix, where it used to be a traceback after a server start, or the wrong server measured."""
+"""What is checked before any server starts, beyond the schemas and the dataset (which
+specexp.load.prompts.check_workload reads): the checkpoints a config names, and a fixed port being
+free. Each failure is one ConfigError naming the key, the file and the fix, where it used to be a
+traceback after a server start, or someone else's server measured."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ import fcntl
 import functools
 import logging
 import os
+import re
 import socket
 import subprocess
 import time
@@ -200,6 +201,12 @@ def _chunks(items: list[Any]) -> Iterable[list[Any]]:
         yield items[i : i + _BATCH]
 
 
+def metric_key(name: str) -> str:
+    """A name MLflow accepts as a metric key (it refuses the whole batch over one ``@``): characters
+    other than letters, digits, ``_ - . : /`` and space become ``_``."""
+    return re.sub(r"[^\w\-.:/ ]", "_", name)
+
+
 def log_values(
     mlflow: MlflowClient,
     run_id: str,
@@ -210,6 +217,7 @@ def log_values(
 ) -> None:
     """Metrics, params and tags in batches, secrets masked; ``changed_only`` skips metrics whose
     latest value is the same already (a summary updated after every point, or synced twice)."""
+    metrics = {metric_key(k): v for k, v in metrics.items()}
     if changed_only and metrics:
         latest = mlflow.get_run(run_id).data.metrics
         metrics = {k: v for k, v in metrics.items() if latest.get(k) != float(v)}

@@ -62,6 +62,16 @@ def run_outputs(tmp_path: Path, shared_outputs: Path) -> Path:
     return outputs
 
 
+@pytest.fixture
+def broken_model(tmp_path: Path, shared_outputs: Path) -> Path:
+    """A model folder that passes specexp's checks (it has a config.json) and that the engine refuses
+    as it starts (no tokenizer, no weights): a failure only the launch reveals."""
+    folder = tmp_path / "broken-model"
+    folder.mkdir()
+    (folder / "config.json").write_text((shared_outputs / "models" / "tiny" / "target" / "config.json").read_text())
+    return folder
+
+
 @dataclass
 class Run:
     proc: subprocess.CompletedProcess[str]

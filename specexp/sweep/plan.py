@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from specexp import checks
 from specexp.config import Config
 from specexp.load.prompts import check_workload
-from specexp.point import check, describe, preflight
+from specexp.point import check_files, describe, preflight, prepare
 from specexp.sweep.names import axes, override, point_names
 
 
@@ -58,7 +58,7 @@ def plan(
     argv (the engine's own parser): ConfigError on a bad file or a refusal."""
     composed = [compose(o) for o in jobs]
     for cfg in composed:
-        check(cfg)
+        prepare(cfg)
     global_max = _largest(*(c.concurrency for c in composed))
     names = names or point_names(jobs, axes(jobs))
     planned = order_by_server(
@@ -70,8 +70,12 @@ def plan(
     for c in composed:  # every job's dataset (each file read once), before any server starts
         check_workload(c.workload)
     if not planned[0].cfg.dry_run:
-        for group, first in {j.group: j for j in reversed(planned)}.items():
+        groups = {j.group: j for j in reversed(planned)}
+        for group, first in groups.items():  # the engine first: a missing one says so before any path
             preflight(replace(first.cfg, max_batch=group_max[group]))
+        for cfg in composed:
+            check_files(cfg)
+        for first in groups.values():
             if describe(first.cfg).command is not None:
                 checks.check_port(first.cfg)
     sized = {g: [] if m is None else [f"max_batch={m}"] for g, m in group_max.items()}

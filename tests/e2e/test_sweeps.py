@@ -59,13 +59,13 @@ def test_four_points_two_servers_either_order(specexp, order) -> None:
     assert "with tiny, speculation" in run.proc.stderr  # the answer in words, in the console
 
 
-def test_failed_server_is_recorded_and_the_sweep_goes_on(specexp, shared_outputs) -> None:
+def test_failed_server_is_recorded_and_the_sweep_goes_on(specexp, shared_outputs, broken_model) -> None:
     good = shared_outputs / "models" / "tiny" / "target"
-    run = specexp("drafter=none", f"model.path={good},/nonexistent/model,{good}/", "engine.startup_timeout_s=60", "-m")
+    run = specexp("drafter=none", f"model.path={good},{broken_model},{good}/", "engine.startup_timeout_s=60", "-m")
     assert run.proc.returncode == 1, run.proc.stderr[-3000:]
     _, children = children_and_parent(run.runs())
     by_path = {c.data.params["model.path"]: c for c in children}
-    bad = by_path["/nonexistent/model"]
+    bad = by_path[str(broken_model)]
     assert bad.info.status == "FAILED" and bad.data.tags["specexp.status"] == "failed"
     assert "server.log" in {a.path for a in run.mlflow.list_artifacts(bad.info.run_id)}
     results = [json.loads(p.read_text()) for p in sorted((run.workdir / "multirun").glob("*/results.json"))]

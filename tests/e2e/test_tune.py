@@ -110,12 +110,12 @@ def test_infeasible_depths_are_pruned_and_never_launched(specexp) -> None:
     assert [r for r in run.runs() if r.data.tags.get("specexp.role") != "parent"] == []
 
 
-def test_failed_trial_is_recorded_and_the_study_goes_on(specexp, shared_outputs) -> None:
+def test_failed_trial_is_recorded_and_the_study_goes_on(specexp, shared_outputs, broken_model) -> None:
     good = shared_outputs / "models" / "tiny" / "target"
     run = specexp(
         "drafter=none",
         "hydra.sweeper.mode=optuna",
-        f"model.path=choice({good},/nonexistent/model)",
+        f"model.path=choice({good},{broken_model})",
         "hydra.sweeper.sampler=grid",
         "hydra.sweeper.n_trials=2",
         "hydra.sweeper.study_name=fails",
