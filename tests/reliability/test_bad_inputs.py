@@ -42,7 +42,7 @@ def test_a_malformed_jsonl_line_is_named_by_file_and_line(ws) -> None:
 
 def test_a_line_without_a_prompt_is_named_by_file_and_line(ws) -> None:
     path = ws.root / "prompts.jsonl"
-    path.write_text('{"prompt": "one"}\n{"question": "two"}\n')
+    path.write_text('{"prompt": "one"}\n{"answer": "two"}\n')
     run = ws.run("drafter=none", "workload=jsonl", f"workload.path={path}")
     assert_refused(ws, run, "workload.path", f"{path}:2")
 
