@@ -36,6 +36,7 @@ class Figure:
     log2x: bool = True
     hline: float | None = None
     vlines: dict[str, float] = field(default_factory=dict)  # label -> x
+    bands: list[tuple[float, float]] = field(default_factory=list)  # shaded x ranges: crossover intervals
 
 
 def _errors(halves: list[float | None]) -> list[float] | None:
@@ -90,6 +91,15 @@ def _marks(stem: str, what: str, crossovers: dict[str, float]) -> dict[str, floa
     return marks
 
 
+def _bands(stem: str, crossovers: dict[str, float]) -> list[tuple[float, float]]:
+    """The 95% interval of each ``<stem>.*`` crossover that has both bounds, to shade."""
+    return [
+        (crossovers[f"{k}_lo"], crossovers[f"{k}_hi"])
+        for k in crossovers
+        if k.startswith(f"{stem}.") and f"{k}_lo" in crossovers and f"{k}_hi" in crossovers
+    ]
+
+
 def _xlabel(rows: Sequence[PointResult]) -> str:
     return " / ".join(dict.fromkeys(AXES[r.load].label for r in rows if r.ok)) or "batch"
 
@@ -109,6 +119,7 @@ def figures(rows: Sequence[PointResult], crossovers: dict[str, float]) -> list[F
             _vs_load(series, "speedup"),
             hline=1.0,
             vlines=_marks("crossover_batch", "crossover", crossovers),
+            bands=_bands("crossover_batch", crossovers),
         ),
         Figure(
             "decode_speed",
@@ -125,6 +136,7 @@ def figures(rows: Sequence[PointResult], crossovers: dict[str, float]) -> list[F
             _vs_load(series, "decode_speedup"),
             hline=1.0,
             vlines=_marks("crossover_rate", "crossover", crossovers),
+            bands=_bands("crossover_rate", crossovers),
         ),
         Figure(
             "request_rate",

@@ -62,29 +62,29 @@ class SweepRecorder:
     ) -> None:
         """Summarize the sweep on disk, then on its parent run (with a tuner's extra results, its
         ``answer`` in words and its tuned ``settings`` as table columns)."""
-        speedups, cross = apply(rows)
+        analysis = apply(rows)
         table = summary_rows(rows, settings)
         if table:
             write_csv(self.sweep_dir / "summary.csv", table)
         from specexp.report.plots import make_plots  # plotly and matplotlib: only when a sweep ends
 
-        plots = make_plots(rows, cross, self.sweep_dir / "plots")
-        words = [*verdicts(rows, speedups, cross), *answer]
+        plots = make_plots(rows, analysis.crossovers, self.sweep_dir / "plots")
+        words = [*verdicts(rows, analysis), *answer]
         (self.sweep_dir / "verdict.txt").write_text("\n".join(words) + "\n")
         console.print(points_table(table, f"sweep {self.sweep_id}", settings))
         for line in words:
             console.print(f"[bold]{line}[/bold]")
-        if self.kind == "grid" and any(r.speculative for r in rows) and not speedups:
+        if self.kind == "grid" and any(r.speculative for r in rows) and not analysis.speedups:
             console.print("no speculative point has a baseline (drafter=none) in this sweep: no speedups")
         if self.parent_id is None:
             return
         try:
             mlflow = tracking.client(self.cfg.tracking)
-            for i, ratios in speedups.items():
+            for i, ratios in analysis.speedups.items():
                 if rows[i].run_id:
                     tracking.log_values(mlflow, rows[i].run_id, metrics=ratios)
             failed = sum(not r.ok for r in rows)
-            summary = {**cross, **(extra_metrics or {}), "points": len(rows), "points_failed": failed}
+            summary = {**analysis.crossovers, **(extra_metrics or {}), "points": len(rows), "points_failed": failed}
             note = description(rows, words, settings)
             tracking.log_values(mlflow, self.parent_id, metrics=summary, tags={"mlflow.note.content": note})
             files = [self.sweep_dir / n for n in ("summary.csv", "verdict.txt", "multirun.yaml")]
