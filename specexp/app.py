@@ -15,6 +15,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from specexp import help, point, server
+from specexp.config import ConfigError
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.console import console, invalid_config_exits, points_table
 from specexp.load.prompts import check_workload
@@ -32,6 +33,8 @@ def task(raw: DictConfig) -> dict[str, Any]:
         with invalid_config_exits():
             cfg = to_config(raw)
             check_workload(cfg.workload)  # a bad dataset file stops here, before any server
+            if cfg.repeats > 1:
+                raise ConfigError("repeats", "repeats are server launches, interleaved across a sweep", "add -m")
     else:  # the sweeper validated every job before launching any
         cfg = to_config(raw)
     if cfg.dry_run:

@@ -406,7 +406,10 @@ class Config:
     # --num-continuous-decode-steps). A plain value, not a config group: Hydra cannot select a
     # group option by a number, and `decode=4` is what users type.
     decode: int = 1
-    repeats: int = 1  # measurements of this point on the same server, each with fresh prompts
+    # Server launches per point in a multirun, interleaved (A B A B ...) so slow drift of the machine
+    # hits every arm alike; each launch is its own job with its own windows.
+    repeats: int = 1
+    repeat: int = 0  # which launch this job is; set by specexp's sweepers
     # auto: a sweep's speculative point without a drafter=none point of the same settings gets one
     # added (a speedup needs it); off: exactly the points asked for.
     baseline: str = "auto"
@@ -427,7 +430,11 @@ class Config:
         if self.baseline not in ("auto", "off"):
             raise ConfigError("baseline", f"unknown value {self.baseline!r}", "use auto (the default) or off")
         if self.repeats < 1:
-            raise ConfigError("repeats", f"{self.repeats} < 1", "measure each point at least once")
+            raise ConfigError("repeats", f"{self.repeats} < 1", "launch each point at least once")
+        if not 0 <= self.repeat < self.repeats:
+            raise ConfigError(
+                "repeat", f"{self.repeat} is not one of {self.repeats} launches", "leave it to the sweeper"
+            )
         if self.rate is not None and self.load.kind == "closed":
             raise ConfigError("rate", "a closed loop (load=closed) has no request rate", "add load=rate, or drop rate")
         if self.load.kind == "rate" and self.batch != 1:
