@@ -10,9 +10,11 @@ import asyncio
 import functools
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -26,12 +28,13 @@ from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
 from specexp.load.arrivals import arrival_times
 from specexp.load.client import run_closed_loop, run_open_loop
+from specexp.load.host import CLIENT_CPU_WARNING, HostSample, noise
 from specexp.load.prompts import check_workload, make_prompts
 from specexp.load.requests import request_shape
 from specexp.metrics import requests, slo, traffic
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.metrics.categories import category_metrics
-from specexp.metrics.stats import aggregate_repeats
+from specexp.metrics.windows import TREND_KEY, aggregate, more_windows
 from specexp.records import RequestRecord
 from specexp.result import PointResult
 
@@ -115,16 +118,26 @@ def ensure_models(cfg: Config) -> None:
         ensure_tiny(Path(cfg.outputs))
 
 
-async def measure_once(
+@dataclass
+class Window:
+    """One measured window: its records and its metrics (requests, traffic, SLOs, acceptance, noise context)."""
+
+    records: list[RequestRecord]
+    metrics: dict[str, float]
+
+
+async def measure_windows(
     cfg: Config,
     engine: Engine,
     base_url: str,
     stream: str,
-    repeat: int = 0,
+    windows: list[Window],
     window: Callable[[], AbstractContextManager[None]] = nullcontext,
-) -> tuple[list[RequestRecord], dict]:
-    """Warm-up, then inside ``window``: counters, the measured requests (closed or open loop),
-    counters. Returns the records and the speculation metrics."""
+) -> None:
+    """Warm-up, then consecutive windows until enough (specexp.metrics.windows), each inside
+    ``window``: counters, the measured requests on fresh prompts (closed or open loop), counters, and
+    the host's noise context. Windows are appended as they finish, so a failure mid-point keeps the
+    ones already measured."""
     w = cfg.workload
     shape = request_shape(w, cfg.model.api_name, engine.request_fields(cfg))
     timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s)
@@ -133,19 +146,34 @@ async def measure_once(
         warm = make_prompts(w, w.warmups(cfg.streams), f"{stream}/warmup", warmup=True)
         if warm:
             await run_closed_loop(http, base_url, shape, warm, cfg.streams, engine.observe, warmup=True)
-        items = make_prompts(w, w.measured(cfg.streams), f"{stream}/measured")
-        with window():
-            before = await engine.read_counters(http, base_url)
-            with load_progress(sum(len(c.turns) for c in items), load_label(cfg)) as on_done:
-                if cfg.load.kind == "rate":
-                    seed = (cfg.load.seed, repeat)
-                    arrivals = arrival_times(len(items), cfg.load.rate, cfg.load.burstiness, seed)
-                    cap = cfg.load.max_concurrency
-                    records = await run_open_loop(http, base_url, shape, items, arrivals, cap, engine.observe, on_done)
-                else:
-                    records = await run_closed_loop(http, base_url, shape, items, cfg.batch, engine.observe, on_done)
-            after = await engine.read_counters(http, base_url)
-    return records, acceptance_metrics(engine.acceptance(before, after, records))
+        start = time.monotonic()
+        while more_windows([m.metrics.get(TREND_KEY, 0.0) for m in windows], cfg.measure, time.monotonic() - start):
+            index = len(windows)
+            items = make_prompts(w, w.measured(cfg.streams), f"{stream}/window{index}")
+            with window():
+                before = await engine.read_counters(http, base_url)
+                host = HostSample.now()
+                turns = sum(len(c.turns) for c in items)
+                with load_progress(turns, f"{load_label(cfg)} window {index + 1}") as on_done:
+                    if cfg.load.kind == "rate":
+                        seed = (cfg.load.seed, cfg.repeat, index)
+                        arrivals = arrival_times(len(items), cfg.load.rate, cfg.load.burstiness, seed)
+                        cap = cfg.load.max_concurrency
+                        records = await run_open_loop(
+                            http, base_url, shape, items, arrivals, cap, engine.observe, on_done
+                        )
+                    else:
+                        records = await run_closed_loop(
+                            http, base_url, shape, items, cfg.batch, engine.observe, on_done
+                        )
+                context = noise(host, HostSample.now())
+                after = await engine.read_counters(http, base_url)
+            for record in records:
+                record.window = index
+            acceptance = acceptance_metrics(engine.acceptance(before, after, records))
+            by_category = category_metrics(records, engine.request_counts)
+            measured = requests.compute(records) | traffic.compute(records) | slo.compute(records, cfg.slo)
+            windows.append(Window(records, measured | acceptance | by_category | context))
 
 
 async def fetch_server_info(engine: Engine, cfg: Config, base_url: str) -> dict[str, Any] | None:
@@ -213,8 +241,8 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
     (job_dir / "config.yaml").write_text(OmegaConf.to_yaml(raw, resolve=True))
     server_log_start = 0
     log_path = Path(cfg.outputs).resolve() / "servers" / f"{time.strftime('%Y%m%d-%H%M%S')}-{key}.log"
-    records: list[RequestRecord] = []
-    span: list[int] = []  # the measured window, ms since the epoch: the run's start and end
+    windows: list[Window] = []
+    span: list[int] = []  # the measured windows, ms since the epoch: the run's start and end
     try:
         ensure_models(cfg)
         preflight(cfg)
@@ -222,7 +250,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         command = engine.command(cfg, port)
         base_url = engine.endpoint(cfg, port)
         srv, reused = server.acquire(
-            key,
+            key if cfg.repeats == 1 else f"{key}/launch{cfg.repeat}",  # each round of repeats: a fresh launch
             command,
             base_url,
             base_url + engine.ready_path,
@@ -243,22 +271,29 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         if srv.version is None:  # asked once per server: it may start the engine's interpreter
             srv.version = engine.version(cfg) or "unknown"
         result.tags |= {
+            "specexp.host_cpus": str(os.cpu_count()),
             "specexp.server_reused": str(reused).lower(),
             "specexp.engine_version": srv.version,
             **engine.tags(cfg),
         }
-        repeat_metrics = []
-        for repeat in range(cfg.repeats):
-            # unique per sweep, job and repeat; a single run uses its folder's name (new each run)
-            stream = f"{cfg.sweep_id or job_dir.name}/{job_num}/{repeat}"
-            window = functools.partial(measured_window, cfg, result, span)
-            recs, acceptance = asyncio.run(measure_once(cfg, engine, srv.base_url, stream, repeat, window))
-            records += recs
-            by_category = category_metrics(recs, engine.request_counts)
-            repeat_metrics.append(
-                requests.compute(recs) | traffic.compute(recs) | slo.compute(recs, cfg.slo) | acceptance | by_category
+        # unique per sweep and job (each launch of a repeated point is a job); a single run uses its
+        # folder's name (new each run)
+        stream = f"{cfg.sweep_id or job_dir.name}/{job_num}"
+        window = functools.partial(measured_window, cfg, result, span)
+        asyncio.run(measure_windows(cfg, engine, srv.base_url, stream, windows, window))
+        result.windows = [m.metrics for m in windows]
+        result.metrics |= aggregate(result.windows, cfg.measure)
+        for warming in windows[: int(result.metrics["windows_warmup"])]:
+            for record in warming.records:
+                record.warmup = True  # still warming up: kept in records.jsonl, left out of the metrics
+        records = [record for m in windows for record in m.records]
+        if result.metrics.get("client_cpu", 0.0) >= CLIENT_CPU_WARNING:
+            log.warning(
+                "the load client used %.0f%% of a core at %s: it, not the server, may be setting the pace "
+                "(README: Limits of the measurement)",
+                100 * result.metrics["client_cpu"],
+                load_label(cfg),
             )
-        result.metrics |= repeat_metrics[0] if cfg.repeats == 1 else aggregate_repeats(repeat_metrics)
         if key_command is not None and not cfg.drafter.speculative:
             # METRICS.md: 1.0 without speculation (known only for a server specexp launched itself)
             result.metrics.setdefault("accept_length", 1.0)
@@ -287,7 +322,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
     finally:
         result.tags["specexp.status"] = result.status
         _save_server_log(log_path, server_log_start, job_dir)
-        _write_records(job_dir / "records.jsonl", records)
+        _write_records(job_dir / "records.jsonl", [record for window in windows for record in window.records])
         _write_json(job_dir / "results.json", result.to_json())
         _track(cfg, result, job_dir, span[1] if len(span) > 1 else None)
     return result

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from specexp.config import MeasureConfig
-from specexp.metrics.registry import COUNT_KEYS
+from specexp.metrics.registry import lookup
 from specexp.metrics.stats import estimate, t95
 
 TREND_KEY = "output_throughput"  # the window metric warm-up and precision are judged on
@@ -74,7 +74,8 @@ def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> di
     }
     for key in sorted(set().union(*steady)):
         values = [w[key] for w in steady if key in w]
-        if key in COUNT_KEYS:
+        metric = lookup(key)
+        if metric is not None and metric.aggregate == "sum":  # counts, per-category ones too
             out[key] = float(sum(values))
             continue
         est = estimate(values)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specexp.config import SloConfig
+from specexp.load.host import CLIENT_CPU_WARNING
 from specexp.metrics.stats import Estimate, combine, from_interval, ratio
 from specexp.result import PointResult
 
@@ -191,6 +192,7 @@ class Series:
     hi: float = math.inf
     unstable: list[float] = field(default_factory=list)  # breaks the curve
     unsettled: list[float] = field(default_factory=list)  # stopped by a cap before its windows settled
+    client_cpu: dict[float, float] = field(default_factory=dict)  # x -> the load client's share of a core
 
     @property
     def intervals(self) -> bool:
@@ -201,6 +203,17 @@ class Series:
         """``tiny``, or ``tiny (torch)`` when the drafter was measured in several settings."""
         extra = self.key.removeprefix(f"{self.axis.crossover}.{self.drafter}").lstrip(".")
         return f"{self.drafter} ({extra})" if extra else self.drafter
+
+
+def client_bound(rows: Sequence[PointResult]) -> dict[float, float]:
+    """Places at which the load client used at least CLIENT_CPU_WARNING of a core (speculative or
+    baseline point, any launch), with the largest share seen."""
+    out: dict[float, float] = {}
+    for row in rows:
+        share = row.metrics.get("client_cpu", 0.0)
+        if share >= CLIENT_CPU_WARNING:
+            out[x_of(row)] = max(share, out.get(x_of(row), 0.0))
+    return dict(sorted(out.items()))
 
 
 def _places(rows: Sequence[PointResult], indices: Sequence[int], stem: str) -> dict[str, dict[float, list[int]]]:
@@ -234,6 +247,8 @@ def series(rows: Sequence[PointResult], estimates: dict[int, dict[str, Estimate]
             s = Series(first.drafter, axis, key, points, unstable=breaks_trend(points))
             settled = {x: all(rows[i].metrics.get("windows_settled", 1) for i in idx) for x, idx in places.items()}
             s.unsettled = [x for x, ok in settled.items() if not ok]
+            ident = identity(first, drop=AXIS_PARAMS)
+            s.client_cpu = client_bound([r for r in rows if r.ok and identity(r, drop=AXIS_PARAMS) == ident])
             trusted = {x: p for x, p in points.items() if x not in s.unstable and x not in s.unsettled}
             if trusted:  # the crossover from the points that can be believed
                 s.crossover = crossover([(x, p.value) for x, p in trusted.items()])

@@ -113,6 +113,11 @@ def describe(s: Series) -> str:
         line += "; one window per point, so no intervals: raise measure.windows"
     for x in s.unstable:
         line += f"; unstable at {_at(s, [x])}: rerun or raise measure.windows"
+    for x, share in s.client_cpu.items():
+        line += (
+            f"; the load client used {share:.0%} of a core at {_at(s, [x])}: it may be the bottleneck there "
+            "(README: Limits of the measurement)"
+        )
     for x in s.unsettled:
         line += f"; unsettled at {_at(s, [x])} (still warming up when a cap stopped it): raise measure.max_windows"
     return line

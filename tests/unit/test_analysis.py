@@ -145,3 +145,10 @@ def test_repeats_pair_launch_by_launch() -> None:
         rows += [row("tiny", 4, 150.0 * drift, rel_ci=0.01, repeat=repeat)]
     (series,) = apply(rows).series
     assert series.points[4.0].value == pytest.approx(1.5) and series.points[4.0].lo > 1.4
+
+
+def test_verdict_warns_where_the_load_client_may_be_the_bottleneck() -> None:
+    rows = sweep(rel_ci=0.02)
+    rows[4].metrics["client_cpu"] = 0.8  # the baseline at batch 16 kept the client busy
+    (line,) = verdicts(rows, apply(rows))
+    assert "the load client used 80% of a core at batch 16: it may be the bottleneck there" in line
