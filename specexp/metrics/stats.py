@@ -80,7 +80,8 @@ def estimate(samples: Sequence[float]) -> Estimate:
     arr = np.asarray(samples, dtype=float)
     if arr.size < 2:
         return Estimate(float(arr.mean()))
-    return Estimate(float(arr.mean()), float(arr.std(ddof=1)) / math.sqrt(arr.size), arr.size - 1)
+    spread = 0.0 if np.ptp(arr) == 0 else float(arr.std(ddof=1))  # equal samples: exactly no spread
+    return Estimate(float(arr.mean()), spread / math.sqrt(arr.size), arr.size - 1)
 
 
 def from_interval(value: float, half: float | None, n: int) -> Estimate:

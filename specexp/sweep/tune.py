@@ -355,7 +355,7 @@ class Tuner:
                     continue
                 pick = max if direction == "maximize" else min
                 best = pick(done, key=lambda t: conservative(t, i, direction))  # chosen on its interval
-                ties = [t.number for t in done if t is not best and indistinguishable(t, best, i)]
+                ties = [t.number for t in done if t.params != best.params and indistinguishable(t, best, i)]
                 w.writerow(
                     [
                         name,

@@ -13,6 +13,8 @@ def test_estimate_is_a_student_t_interval() -> None:
     assert est.value == 2.0 and est.df == 2
     assert est.half == pytest.approx(4.303 / math.sqrt(3))
     assert not estimate([5.0]).known and estimate([5.0]).half == 0.0
+    same = estimate([1.641025641025641] * 3)  # a deterministic metric: no rounding noise in its spread
+    assert same.known and same.half == 0.0
 
 
 def test_a_recorded_interval_gives_the_same_estimate_back() -> None:
