@@ -9,7 +9,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from specexp.report.analysis import AXES, slo_target, x_of
+from specexp.metrics.stats import Estimate, combine
+from specexp.report.analysis import AXES, metric_estimate, slo_target, x_of
 from specexp.report.series import group
 from specexp.result import PointResult
 
@@ -21,7 +22,7 @@ class Line:
     label: str
     x: list[float]
     y: list[float]
-    err: list[float] | None = None  # 95% half-widths, when the points were repeated
+    err: list[float] | None = None  # 95% half-widths, where the points have intervals
     dashed: bool = False
     series: str = ""  # lines of one series share a colour (p50 solid, p99 dashed)
 
@@ -40,19 +41,23 @@ class Figure:
 
 
 def _errors(halves: list[float | None]) -> list[float] | None:
-    """Error bars from ``<key>_ci95``; None when no point was repeated."""
+    """Error bars from ``<key>_ci95``; None when no point has an interval."""
     return None if all(h is None for h in halves) else [h or 0.0 for h in halves]
 
 
 def _vs_load(series: dict[str, list[PointResult]], metric: str, suffix: str = "", dashed: bool = False) -> list[Line]:
-    """One line per series along its load axis (batch or request rate)."""
+    """One line per series along its load axis (batch or request rate); a point measured on several
+    launches (repeats) is one marker, the launches combined, with the combined interval."""
     lines = []
     for name, rows in series.items():
-        have = [r for r in rows if r.metrics.get(metric) is not None]
-        if have:
-            y = [r.metrics[metric] for r in have]
-            err = _errors([r.metrics.get(f"{metric}_ci95") for r in have])
-            lines.append(Line(name + suffix, [x_of(r) for r in have], y, err, dashed, name))
+        launches: dict[float, list[Estimate]] = {}
+        for r in rows:
+            if (est := metric_estimate(r, metric)) is not None:
+                launches.setdefault(x_of(r), []).append(est)
+        if launches:
+            points = {x: combine(ests) for x, ests in launches.items()}
+            err = _errors([p.half if p.known else None for p in points.values()])
+            lines.append(Line(name + suffix, list(points), [p.value for p in points.values()], err, dashed, name))
     return lines
 
 

@@ -104,3 +104,16 @@ def test_series_named_by_what_tells_them_apart() -> None:
         "torch/tiny drafter.num_steps=2",
         "torch/tiny drafter.num_steps=4",
     ]
+
+
+def test_launches_of_one_point_are_one_marker_with_their_combined_interval() -> None:
+    rows = []
+    for repeat, tput in enumerate((90.0, 110.0)):  # two launches of each point, 20% apart
+        for r in (row("none", 4, tput), row("tiny", 4, 1.5 * tput)):
+            r.params["repeat"] = repeat
+            rows.append(r)
+    rows, cross = paired(rows)
+    spec = next(f for f in figures(rows, cross) if f.name == "output_throughput")
+    baseline = next(line for line in spec.lines if line.label == "torch/none")
+    assert baseline.x == [4.0] and baseline.y == pytest.approx([100.0])
+    assert baseline.err[0] > 10.0  # the launches' spread (t with one degree of freedom), not one launch's windows
