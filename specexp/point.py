@@ -322,7 +322,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
     finally:
         result.tags["specexp.status"] = result.status
         _save_server_log(log_path, server_log_start, job_dir)
-        _write_records(job_dir / "records.jsonl", [record for window in windows for record in window.records])
+        _write_records(job_dir / "records.jsonl", [record for m in windows for record in m.records])
         _write_json(job_dir / "results.json", result.to_json())
         _track(cfg, result, job_dir, span[1] if len(span) > 1 else None)
     return result

@@ -57,7 +57,7 @@ def times(speedup: Estimate) -> str:
 
 
 def _at(s: Series, xs: Sequence[float]) -> str:
-    """``batch 1, 4`` or ``1, 4 req/s``."""
+    """``batch 1, 4`` or ``rate 1, 4 req/s``."""
     return s.axis.at.format(x=", ".join(f"{x:g}" for x in xs))
 
 
