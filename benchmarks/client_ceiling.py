@@ -41,6 +41,8 @@ import numpy as np
 from aiohttp import web
 
 from specexp.load.client import run_closed_loop
+from specexp.load.conversation import Conversation
+from specexp.load.requests import PATHS, RequestShape
 from specexp.metrics.requests import itl_samples, ttft_s
 from specexp.records import Chunk, RequestRecord
 
@@ -125,7 +127,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def step(url: str, server_pid: int, concurrency: int, gap_ms: float, args: argparse.Namespace) -> Step:
-    body = {
+    base = {
         "model": "synthetic",
         "stream": True,
         "max_tokens": args.tokens_per_chunk * args.chunks,
@@ -133,12 +135,14 @@ async def step(url: str, server_pid: int, concurrency: int, gap_ms: float, args:
         "gap_s": gap_ms / 1e3,
         "ttft_s": args.ttft_ms / 1e3,
     }
-    prompts = [f"p{i}" for i in range(max(MIN_REQUESTS, concurrency * args.rounds))]
+    shape = RequestShape(PATHS["completions"], "completions", base)
+    prompts = [Conversation((f"p{i}",)) for i in range(max(MIN_REQUESTS, concurrency * args.rounds))]
     timeout = aiohttp.ClientTimeout(total=600)
     async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=0)) as http:
-        await run_closed_loop(http, url, prompts[:concurrency], concurrency, body, record_server_stamp, warmup=True)
+        warm = prompts[:concurrency]
+        await run_closed_loop(http, url, shape, warm, concurrency, record_server_stamp, warmup=True)
         wall, cpu, server_cpu = time.monotonic(), time.process_time(), cpu_seconds(server_pid)
-        records = await run_closed_loop(http, url, prompts, concurrency, body, record_server_stamp)
+        records = await run_closed_loop(http, url, shape, prompts, concurrency, record_server_stamp)
         wall, cpu = time.monotonic() - wall, time.process_time() - cpu
         server_cpu = cpu_seconds(server_pid) - server_cpu
     failed = [r.error for r in records if not r.ok]
@@ -200,7 +204,7 @@ def main() -> None:
     server = multiprocessing.get_context("spawn").Process(target=serve, args=(port,), daemon=True)
     server.start()
     try:
-        url = f"http://127.0.0.1:{port}/v1/completions"
+        url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while True:
             try:
