@@ -345,8 +345,8 @@ METRICS: tuple[Metric, ...] = (
         0,
         "mean",
         None,
-        "1 when the point reached measure.windows steady windows (and measure.rel_ci); 0 when "
-        "measure.max_windows or measure.max_s stopped it first",
+        "1 when the point reached measure.windows steady windows; 0 when measure.max_windows or "
+        "measure.max_s stopped it while its throughput was still trending",
         _M,
     ),
     Metric(

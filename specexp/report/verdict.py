@@ -119,7 +119,10 @@ def describe(s: Series) -> str:
             "(README: Limits of the measurement)"
         )
     for x in s.unsettled:
-        line += f"; unsettled at {_at(s, [x])} (still warming up when a cap stopped it): raise measure.max_windows"
+        line += (
+            f"; unsettled at {_at(s, [x])} (still warming up when a cap stopped it): "
+            "raise measure.max_windows or measure.max_s"
+        )
     return line
 
 

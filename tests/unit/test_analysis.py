@@ -152,3 +152,13 @@ def test_verdict_warns_where_the_load_client_may_be_the_bottleneck() -> None:
     rows[4].metrics["client_cpu"] = 0.8  # the baseline at batch 16 kept the client busy
     (line,) = verdicts(rows, apply(rows))
     assert "the load client used 80% of a core at batch 16: it may be the bottleneck there" in line
+
+
+def test_a_point_stopped_while_warming_up_is_named_and_left_out_of_the_break_even() -> None:
+    rows = sweep(rel_ci=0.02)
+    rows[7].metrics["windows_settled"] = 0.0  # tiny at batch 4: a cap stopped it before it settled
+    analysis = apply(rows)
+    (line,) = verdicts(rows, analysis)
+    assert "unsettled at batch 4 (still warming up when a cap stopped it)" in line
+    assert analysis.series[0].unsettled == [4.0]
+    assert 2 < analysis.crossovers["crossover_batch.tiny"] < 8  # from batch 2 (x1.5) and 8 (x0.8) alone
