@@ -65,9 +65,6 @@ class Estimate:
     def hi(self) -> float:
         return self.value + self.half
 
-    def contains(self, x: float) -> bool:
-        return self.lo <= x <= self.hi
-
     def draws(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """``n`` values from the estimate's sampling distribution (Student-t; constant without an interval)."""
         if not self.known or self.se == 0:
@@ -101,12 +98,6 @@ def ratio(num: Estimate, den: Estimate) -> Estimate:
         return Estimate(value)
     df = rel2**2 / sum(p**2 / e.df for p, e in zip(parts, (num, den), strict=True) if p > 0)
     return Estimate(value, abs(value) * math.sqrt(rel2), df)
-
-
-def paired_ratio(nums: Sequence[float], dens: Sequence[float]) -> Estimate:
-    """num / den from pairs measured side by side (interleaved launches): the mean of the pairs'
-    ratios, so drift shared by both arms cancels pair by pair."""
-    return estimate([n / d for n, d in zip(nums, dens, strict=True)])
 
 
 def combine(parts: Sequence[Estimate]) -> Estimate:

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from specexp.metrics.stats import Estimate, combine, estimate, from_interval, paired_ratio, ratio
+from specexp.metrics.stats import Estimate, combine, estimate, from_interval, ratio
 
 
 def test_estimate_is_a_student_t_interval() -> None:
@@ -27,7 +27,6 @@ def test_equal_arms_give_a_speedup_interval_that_contains_one() -> None:
     spec = estimate([100.0, 104.0, 96.0])
     base = estimate([101.0, 97.0, 103.0])
     speedup = ratio(spec, base)
-    assert speedup.contains(1.0)
     assert speedup.lo < 1.0 < speedup.hi
 
 
@@ -42,13 +41,6 @@ def test_ratio_adds_relative_errors_and_uses_welch_degrees_of_freedom() -> None:
     a, b = (4 / 200) ** 2, (1 / 100) ** 2
     assert r.se == pytest.approx(2.0 * math.sqrt(a + b))
     assert r.df == pytest.approx((a + b) ** 2 / (a**2 / 4 + b**2 / 9))
-
-
-def test_pairs_cancel_drift_shared_by_both_arms() -> None:
-    # the machine slows down 20% over three launches; speculation is 1.5x in each
-    base = [100.0, 90.0, 80.0]
-    spec = [150.0, 135.0, 120.0]
-    assert paired_ratio(spec, base).value == pytest.approx(1.5) and paired_ratio(spec, base).se == 0.0
 
 
 def test_combined_launches_are_never_narrower_than_their_windows() -> None:
