@@ -1,12 +1,15 @@
 """How often does the verdict agree with itself? The default envelope sweep, run N times.
 
 Runs `python -m specexp drafter=none,tiny batch=1,4,8,16 -m` (the README's envelope on the reference
-engine) N times with the default settings and N times with `measure.rel_ci=0.03`, each in a fresh
+engine) N times with the default settings and N times with `measure.rel_ci=0.03` (and, with
+`--settings repeats`, with `repeats=3`: three interleaved launches per point), each in a fresh
 folder, and reads every sweep's break-even interval back from its points' results.json (the same
-analysis the sweep ran). Two figures per setting:
+analysis the sweep ran). Three figures per setting:
 
 - agree: the most runs whose 95% break-even intervals share a batch (goal: 9 of 10);
-- pairs: the share of pairs of runs whose intervals overlap.
+- pairs: the share of pairs of runs whose intervals overlap;
+- bounded: the runs whose interval has at least one finite end (an interval open on both ends
+  agrees with anything and says nothing).
 
 An interval may be open ("break-even above 12": +inf) when in more than 2.5% of its draws speculation
 paid at every batch; open ends overlap like any other. Figures only, not a test.
@@ -32,7 +35,8 @@ from specexp.report.analysis import apply
 from specexp.result import PointResult
 
 ENVELOPE = ["drafter=none,tiny", "batch=1,4,8,16", "tracking.enabled=false"]
-SETTINGS = {"default": [], "rel_ci": ["measure.rel_ci=0.03"]}
+# default: 3 windows per point; rel_ci: windows until ±3%; repeats: every point on 3 interleaved launches
+SETTINGS = {"default": [], "rel_ci": ["measure.rel_ci=0.03"], "repeats": ["repeats=3"]}
 
 
 @dataclass
@@ -106,9 +110,11 @@ def main() -> None:
         agree = most_agreeing(intervals)
         hit, pairs = overlapping_pairs(intervals)
         estimates = [o.crossover for o in outcomes if o.crossover is not None]
+        bounded = sum(math.isfinite(lo) or math.isfinite(hi) for lo, hi in intervals)
         spread = f"{min(estimates):.1f}-{max(estimates):.1f}" if estimates else "-"
         summary.append(
             f"{name:8s} n={args.n}: {agree} of {args.n} intervals share a batch; {hit} of {pairs} pairs overlap; "
+            f"{bounded} of {args.n} bounded; "
             f"point estimates {spread}; {sum(o.seconds for o in outcomes) / len(outcomes):.0f} s per sweep"
         )
     print("\n" + "\n".join(summary))
