@@ -19,7 +19,7 @@ What it does, and the choices that make the two comparable:
   request's tokens, and so its drafts and acceptances, a function of its prompt): the script asks
   vLLM's own dataset code for the prompts bench will send (same seed, same server-side tokenizer
   alignment) and hands them to specexp as a jsonl workload with unique=false, in the same order as
-  bench sends them. specexp's path is otherwise untouched: point.measure_once (warm-up, counters,
+  bench sends them. specexp's path is otherwise untouched: point.measure_windows (warm-up, counters,
   closed loop, counters) and metrics.compute. Per-request generated texts are compared too: equal texts
   mean equal work.
 - Warm-up: bench sends one ready-check request (its first prompt) plus --num-warmups C copies of it;
@@ -58,12 +58,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from specexp.config import Config, DrafterConfig, ModelConfig, NcclConfig, TrackingConfig, WorkloadConfig
+from specexp.config import (
+    Config,
+    DrafterConfig,
+    LoadConfig,
+    MeasureConfig,
+    ModelConfig,
+    NcclConfig,
+    TrackingConfig,
+    WorkloadConfig,
+)
 from specexp.engines.vllm import VllmEngine, VllmEngineConfig
 from specexp.load.prompts import make_prompts
 from specexp.metrics import requests
 from specexp.models.tiny import TinyPaths, ensure_tiny
-from specexp.point import measure_once
+from specexp.point import Window, measure_windows
 from specexp.server import free_port, spawn, terminate, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
@@ -178,6 +187,8 @@ def build_config(args: argparse.Namespace, tiny: TinyPaths, prompts: Path) -> Co
         nccl=NcclConfig(),
         workload=workload,
         tracking=TrackingConfig(enabled=False, uri="sqlite://"),
+        load=LoadConfig(),
+        measure=MeasureConfig(windows=1),  # one window, as bench measures one run
         batch=args.concurrency,
         outputs=str(args.outputs),
     )
@@ -314,11 +325,14 @@ def run_bench(args: argparse.Namespace, cfg: Config, base_url: str, out_dir: Pat
 
 
 def run_specexp(cfg: Config, base_url: str, out_dir: Path, label: str) -> dict[str, Any]:
-    """One specexp measurement through point.measure_once and metrics.compute."""
-    records, acceptance = asyncio.run(measure_once(cfg, VllmEngine(), base_url, STREAM))
+    """One specexp measurement through point.measure_windows (one window) and its metrics."""
+    windows: list[Window] = []
+    asyncio.run(measure_windows(cfg, VllmEngine(), base_url, STREAM, windows))
+    (window,) = windows
+    records = window.records
     with (out_dir / f"specexp-{label}.jsonl").open("w") as f:
         f.writelines(json.dumps(r.to_json()) + "\n" for r in records)
-    row: dict[str, Any] = requests.compute(records) | acceptance
+    row: dict[str, Any] = dict(window.metrics)
     row["window_s"] = requests.window_s(records)
     row["texts"] = [r.text for r in records]
     return row

@@ -56,7 +56,8 @@ def sweep(name: str, overrides: list[str], args: argparse.Namespace, scratch: Pa
         print(f"{name}: sweep failed\n{proc.stderr[-2000:]}")
         return
     rows = fetch_sweep(MlflowClient(tracking_uri=uri), "specexp", "latest").rows
-    speedups, cross = apply(rows)
+    analysis = apply(rows)
+    speedups, cross = analysis.speedups, analysis.crossovers
     print(f"\n{name}: break-even batch {cross.get('crossover_batch.tiny', 'none (always or never wins)')}")
     print("  batch  input len  accept len  accept rate  speedup  output tok/s (none -> tiny)")
     base = {r.batch: r for r in rows if not r.speculative}

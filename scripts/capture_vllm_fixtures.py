@@ -3,7 +3,7 @@
 The parsing tests need real vLLM output, and the repo must hold it itself. One server per capture,
 launched exactly as specexp launches it (``engine=vllm_cpu`` composed from conf/, argv and environment
 from ``VllmEngine``, the process from ``specexp.server``), a few greedy requests through specexp's own
-measuring loop (``point.measure_once``, no warm-up), then ``GET /metrics`` as text. The ngram server
+measuring loop (``point.measure_windows``, one window, no warm-up), then ``GET /metrics`` as text. The ngram server
 also answers one raw streamed completion, recorded byte for byte.
 
 Writes metrics_<capture>.txt, completions_stream.txt, captures.json (what each server ran and the usage
@@ -37,7 +37,7 @@ from specexp.engines import adapter
 from specexp.engines.base import Engine
 from specexp.engines.vllm import speculative_config
 from specexp.models.tiny import recipe_hash
-from specexp.point import ensure_models, measure_once
+from specexp.point import Window, ensure_models, measure_windows
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "tests" / "fixtures" / "vllm"
@@ -67,7 +67,7 @@ class Capture:
 
 def compose_config(drafter: str) -> Config:
     """engine=vllm_cpu on model=tiny with ``drafter``, composed from conf/ as the app composes it."""
-    overrides = ["engine=vllm_cpu", "model=tiny", f"drafter={drafter}", *WORKLOAD]
+    overrides = ["engine=vllm_cpu", "model=tiny", f"drafter={drafter}", "measure.windows=1", *WORKLOAD]
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return to_config(compose("config", overrides=overrides))
 
@@ -113,7 +113,9 @@ def capture(name: str, drafter: str, out: Path, logs: Path) -> Capture:
     engine = adapter(cfg)
     ensure_models(cfg)
     with running(cfg, engine, logs / f"{name}.log") as base_url:
-        records, _ = asyncio.run(measure_once(cfg, engine, base_url, f"capture/{name}"))
+        windows: list[Window] = []
+        asyncio.run(measure_windows(cfg, engine, base_url, f"capture/{name}", windows))
+        records = [r for w in windows for r in w.records]
         failed = [r.error for r in records if r.error]
         if failed:
             raise RuntimeError(f"{name}: {len(failed)} requests failed, first: {failed[0]}")

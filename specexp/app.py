@@ -58,6 +58,8 @@ def check_single_run(cfg: Config, job_dir: Path) -> None:
     """Everything a single run can get wrong before its server starts (ConfigError: exit 2)."""
     if cfg.resume is not None:
         raise ConfigError("resume", "only a sweep can be resumed", "add -m (and the sweep's overrides)")
+    if cfg.repeats > 1:
+        raise ConfigError("repeats", "repeats are server launches, interleaved across a sweep", "add -m")
     if (job_dir / point.RESULTS).exists():
         raise ConfigError(
             "hydra.run.dir", f"{job_dir} already holds a run's results", "leave hydra.run.dir at its default"

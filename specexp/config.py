@@ -348,6 +348,32 @@ class SloConfig:
 
 
 @dataclass
+class MeasureConfig:
+    """How long a point is measured: consecutive windows on one server launch, each of
+    ``workload.num_prompts`` requests, until enough steady windows (or a precision target)."""
+
+    windows: int = 3  # steady windows per point (the least, with rel_ci); 1: no interval
+    # Precision target: more windows until output_throughput's 95% half-width / mean <= rel_ci.
+    rel_ci: float | None = None
+    max_windows: int = 12  # windows per point at most, warm-up ones included
+    max_s: float | None = None  # seconds of windows per point at most; None: no limit
+
+    def __post_init__(self) -> None:
+        if self.windows < 1:
+            raise ConfigError("measure.windows", f"{self.windows} < 1", "measure at least one window (3 for intervals)")
+        if self.max_windows < self.windows:
+            raise ConfigError(
+                "measure.max_windows", f"{self.max_windows} < measure.windows {self.windows}", "raise max_windows"
+            )
+        if self.rel_ci is not None and not 0 < self.rel_ci < 1:
+            raise ConfigError("measure.rel_ci", f"{self.rel_ci} is not a fraction", "use e.g. 0.03 for ±3%, or null")
+        if self.rel_ci is not None and self.windows < 2:
+            raise ConfigError("measure.windows", "a precision target needs an interval", "use measure.windows >= 2")
+        if self.max_s is not None and self.max_s <= 0:
+            raise ConfigError("measure.max_s", f"{self.max_s} <= 0", "give a positive number of seconds, or null")
+
+
+@dataclass
 class TrackingConfig:
     enabled: bool = True
     uri: str = MISSING  # default sqlite:///<outputs>/mlflow.db (conf/tracking/mlflow.yaml)
@@ -373,13 +399,17 @@ class Config:
     tracking: TrackingConfig = MISSING
     load: LoadConfig = field(default_factory=LoadConfig)  # closed loop unless a load= group says otherwise
     slo: SloConfig = field(default_factory=SloConfig)
+    measure: MeasureConfig = field(default_factory=MeasureConfig)
     batch: int = 1  # closed-loop concurrency
     rate: float | None = None  # open-loop requests/s (load=rate reads it as load.rate)
     # Decode steps run back to back before the scheduler admits waiting requests (SGLang's
     # --num-continuous-decode-steps). A plain value, not a config group: Hydra cannot select a
     # group option by a number, and `decode=4` is what users type.
     decode: int = 1
-    repeats: int = 1  # measurements of this point on the same server, each with fresh prompts
+    # Server launches per point in a multirun, interleaved (A B A B ...) so slow drift of the machine
+    # hits every arm alike; each launch is its own job with its own windows.
+    repeats: int = 1
+    repeat: int = 0  # which launch this job is; set by specexp's sweepers
     # auto: a sweep's speculative point without a drafter=none point of the same settings gets one
     # added (a speedup needs it); off: exactly the points asked for.
     baseline: str = "auto"
@@ -402,7 +432,11 @@ class Config:
         if self.baseline not in ("auto", "off"):
             raise ConfigError("baseline", f"unknown value {self.baseline!r}", "use auto (the default) or off")
         if self.repeats < 1:
-            raise ConfigError("repeats", f"{self.repeats} < 1", "measure each point at least once")
+            raise ConfigError("repeats", f"{self.repeats} < 1", "launch each point at least once")
+        if not 0 <= self.repeat < self.repeats:
+            raise ConfigError(
+                "repeat", f"{self.repeat} is not one of {self.repeats} launches", "leave it to the sweeper"
+            )
         if self.rate is not None and self.load.kind == "closed":
             raise ConfigError("rate", "a closed loop (load=closed) has no request rate", "add load=rate, or drop rate")
         if self.load.kind == "rate" and self.batch != 1:

@@ -10,12 +10,13 @@ import asyncio
 import functools
 import json
 import logging
+import os
 import signal
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -29,12 +30,13 @@ from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
 from specexp.load.arrivals import arrival_times
 from specexp.load.client import run_closed_loop, run_open_loop
+from specexp.load.host import CLIENT_CPU_WARNING, HostSample, noise
 from specexp.load.prompts import check_workload, make_prompts
 from specexp.load.requests import request_shape
 from specexp.metrics import requests, slo, traffic
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.metrics.categories import category_metrics
-from specexp.metrics.stats import aggregate_repeats
+from specexp.metrics.windows import TREND_KEY, aggregate, more_windows
 from specexp.records import RequestRecord
 from specexp.result import PointResult
 
@@ -158,18 +160,28 @@ async def watched(work: Awaitable[T], srv: server.Server, phase: str) -> T:
     raise ServerExited(f"server exited with code {code}{name} {phase}; log tail:\n{tail}")
 
 
-async def measure_once(
+@dataclass
+class Window:
+    """One measured window: its records and its metrics (requests, traffic, SLOs, acceptance, noise context)."""
+
+    records: list[RequestRecord]
+    metrics: dict[str, float]
+
+
+async def measure_windows(
     cfg: Config,
     engine: Engine,
     srv: server.Server,
     stream: str,
+    windows: list[Window],
     received: list[RequestRecord],
-    repeat: int = 0,
     window: Callable[[], AbstractContextManager[None]] = nullcontext,
-) -> dict[str, float]:
-    """Warm-up, then inside ``window``: counters, the measured requests (closed or open loop),
-    counters. Returns the speculation metrics; each measured record joins ``received`` as it
-    finishes, so a window cut short by the server's death keeps what it got."""
+) -> None:
+    """Warm-up, then consecutive windows until enough (specexp.metrics.windows), each inside
+    ``window``: counters, the measured requests on fresh prompts (closed or open loop), counters, and
+    the host's noise context. Windows are appended as they finish, and each record of the window in
+    progress joins ``received`` as it finishes, so a point cut short by the server's death keeps
+    everything it got."""
     w = cfg.workload
     base_url = srv.base_url
     shape = request_shape(w, srv.served_name or cfg.model.api_name, engine.request_fields(cfg))
@@ -180,25 +192,40 @@ async def measure_once(
         if warm:
             load = run_closed_loop(http, base_url, shape, warm, cfg.streams, engine.observe, warmup=True)
             await watched(load, srv, "during warm-up")
-        items = make_prompts(w, w.measured(cfg.streams), f"{stream}/measured")
-        with window():
-            before = await watched(engine.read_counters(http, base_url), srv, "before the measured window")
-            with load_progress(sum(len(c.turns) for c in items), load_label(cfg)) as on_done:
+        start = time.monotonic()
+        while more_windows([m.metrics.get(TREND_KEY, 0.0) for m in windows], cfg.measure, time.monotonic() - start):
+            index = len(windows)
+            items = make_prompts(w, w.measured(cfg.streams), f"{stream}/window{index}")
+            with window():
+                before = await watched(engine.read_counters(http, base_url), srv, "before a measured window")
+                host = HostSample.now()
+                turns = sum(len(c.turns) for c in items)
+                with load_progress(turns, f"{load_label(cfg)} window {index + 1}") as on_done:
 
-                def keep(record: RequestRecord) -> None:
-                    received.append(record)
-                    on_done(record)
+                    def keep(
+                        record: RequestRecord, on_done: Callable[[RequestRecord], None] = on_done, index: int = index
+                    ) -> None:
+                        record.window = index
+                        received.append(record)
+                        on_done(record)
 
-                if cfg.load.kind == "rate":
-                    seed = (cfg.load.seed, repeat)
-                    arrivals = arrival_times(len(items), cfg.load.rate, cfg.load.burstiness, seed)
-                    cap = cfg.load.max_concurrency
-                    load = run_open_loop(http, base_url, shape, items, arrivals, cap, engine.observe, keep)
-                else:
-                    load = run_closed_loop(http, base_url, shape, items, cfg.batch, engine.observe, keep)
-                records = await watched(load, srv, "during the measured window")
-            after = await watched(engine.read_counters(http, base_url), srv, "after the measured window")
-    return acceptance_metrics(engine.acceptance(before, after, records))
+                    if cfg.load.kind == "rate":
+                        seed = (cfg.load.seed, cfg.repeat, index)
+                        arrivals = arrival_times(len(items), cfg.load.rate, cfg.load.burstiness, seed)
+                        cap = cfg.load.max_concurrency
+                        load = run_open_loop(http, base_url, shape, items, arrivals, cap, engine.observe, keep)
+                    else:
+                        load = run_closed_loop(http, base_url, shape, items, cfg.batch, engine.observe, keep)
+                    records = await watched(load, srv, "during a measured window")
+                context = noise(host, HostSample.now())
+                after = await watched(engine.read_counters(http, base_url), srv, "after a measured window")
+            for record in records:
+                record.window = index
+            received.clear()  # this window's records now live in its Window
+            acceptance = acceptance_metrics(engine.acceptance(before, after, records))
+            by_category = category_metrics(records, engine.request_counts)
+            measured = requests.compute(records) | traffic.compute(records) | slo.compute(records, cfg.slo)
+            windows.append(Window(records, measured | acceptance | by_category | context))
 
 
 async def fetch_server_info(engine: Engine, cfg: Config, base_url: str) -> dict[str, Any] | None:
@@ -277,8 +304,10 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
     server_log_start = 0
     launch = server.launch_id()
     log_path = Path(cfg.outputs).resolve() / "servers" / f"{time.strftime('%Y%m%d-%H%M%S')}-{key}-{launch}.log"
+    windows: list[Window] = []
+    received: list[RequestRecord] = []  # records of the window in progress
     records: list[RequestRecord] = []
-    span: list[int] = []  # the measured window, ms since the epoch: the run's start and end
+    span: list[int] = []  # the measured windows, ms since the epoch: the run's start and end
     try:
         ensure_models(cfg)
         preflight(cfg)
@@ -289,7 +318,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
             identity = server.Identity(base_url + "/v1/models", f"{cfg.model.api_name}@{launch}")
             cfg = replace(cfg, model=replace(cfg.model, served_name=identity.served_name))
         srv, reused = server.acquire(
-            key,
+            key if cfg.repeats == 1 else f"{key}/launch{cfg.repeat}",  # each round of repeats: a fresh launch
             engine.command(cfg, port),
             base_url,
             base_url + engine.ready_path,
@@ -313,24 +342,29 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         result.tags |= {
             "specexp.server_reused": str(reused).lower(),
             "specexp.engine_version": srv.version,
+            "specexp.host_cpus": str(os.cpu_count()),
             **engine.tags(cfg),
         }
-        repeat_metrics = []
-        for repeat in range(cfg.repeats):
-            # unique per sweep, job and repeat; a single run uses its folder's name (new each run)
-            stream = f"{cfg.sweep_id or job_dir.name}/{job_num}/{repeat}"
-            window = functools.partial(measured_window, cfg, result, span)
-            received: list[RequestRecord] = []
-            try:
-                acceptance = asyncio.run(measure_once(cfg, engine, srv, stream, received, repeat, window))
-            finally:
-                recs = sorted(received, key=lambda r: r.index)
-                records += recs
-            by_category = category_metrics(recs, engine.request_counts)
-            repeat_metrics.append(
-                requests.compute(recs) | traffic.compute(recs) | slo.compute(recs, cfg.slo) | acceptance | by_category
+        # unique per sweep and job (each launch of a repeated point is a job); a single run uses its
+        # folder's name (new each run)
+        stream = f"{cfg.sweep_id or job_dir.name}/{job_num}"
+        window = functools.partial(measured_window, cfg, result, span)
+        try:
+            asyncio.run(measure_windows(cfg, engine, srv, stream, windows, received, window))
+        finally:  # the windows measured, then what the window in progress received
+            records = [record for m in windows for record in m.records] + sorted(received, key=lambda r: r.index)
+        result.windows = [m.metrics for m in windows]
+        result.metrics |= aggregate(result.windows, cfg.measure)
+        for warming in windows[: int(result.metrics["windows_warmup"])]:
+            for record in warming.records:
+                record.warmup = True  # still warming up: kept in records.jsonl, left out of the metrics
+        if result.metrics.get("client_cpu", 0.0) >= CLIENT_CPU_WARNING:
+            log.warning(
+                "the load client used %.0f%% of a core at %s: it, not the server, may be setting the pace "
+                "(README: Limits of the measurement)",
+                100 * result.metrics["client_cpu"],
+                load_label(cfg),
             )
-        result.metrics |= repeat_metrics[0] if cfg.repeats == 1 else aggregate_repeats(repeat_metrics)
         if key_command is not None and not cfg.drafter.speculative:
             # METRICS.md: 1.0 without speculation (known only for a server specexp launched itself)
             result.metrics.setdefault("accept_length", 1.0)

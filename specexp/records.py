@@ -34,10 +34,11 @@ class RequestRecord:
     token_ids: list[int] | None = None  # when the server streams them
     # Engine-specific per-request fields (e.g. SGLang's spec_verify_ct), read by the engine adapter.
     extra: dict[str, Any] = field(default_factory=dict)
-    warmup: bool = False
+    warmup: bool = False  # a warm-up request, or one of a window discarded as warm-up
     category: str | None = None  # the dataset's task category of the conversation
     conversation: int = 0  # which conversation of the phase this request belongs to
     turn: int = 0  # which of its user turns (0: the first; later turns carry the earlier answers)
+    window: int | None = None  # the measured window it belongs to (specexp.point)
 
     @property
     def ok(self) -> bool:

@@ -20,6 +20,7 @@ class PointResult:
     rate: float | None = None  # load.rate: an open loop's requests/s
     params: dict[str, Any] = field(default_factory=dict)  # the resolved config as dotted keys
     metrics: dict[str, float] = field(default_factory=dict)
+    windows: list[dict[str, float]] = field(default_factory=list)  # each window's metrics, warm-up ones included
     tags: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     run_id: str | None = None

@@ -33,8 +33,12 @@ in the job's output folder, written before anything is sent to MLflow.
 - The window runs from the first measured request's send to the last measured response's end.
 - A prompt is never sent twice to the same server within a sweep unless the workload says so
   (prefix caches inflate repeat runs by large factors).
-- With `repeats > 1`, counts are summed over the repeats and every other metric is their mean, with
-  `<key>_ci95` (95% half-width) and `<key>_std` beside it.
+- A point is measured in consecutive windows on one server launch (`measure.windows`, default 3, or
+  until `measure.rel_ci`); leading windows whose throughput still trends are warm-up and discarded.
+  Counts are summed over the steady windows and every other metric is their mean, with `<key>_ci95`
+  (the 95% Student-t half-width over windows) beside it.
+- With `repeats > 1`, each point is measured on that many server launches, interleaved (A B A B); each
+  launch is its own run (param `repeat`), and the sweep combines them.
 """
 
 OUTRO = """\

@@ -45,7 +45,14 @@ class Metric:
         return tuple(f"{self.key}_{s}" for s in self.stats) if self.stats else (self.key,)
 
 
-_T, _L, _S, _C, _W = "Throughput", "Latency", "Speculation", "Counts and provenance", "Sweep level"
+_T, _L, _S, _C, _M, _W = (
+    "Throughput",
+    "Latency",
+    "Speculation",
+    "Counts and provenance",
+    "How the point was measured",
+    "Sweep level",
+)
 _O = "Load and SLOs"
 
 METRICS: tuple[Metric, ...] = (
@@ -310,7 +317,69 @@ METRICS: tuple[Metric, ...] = (
         "launch → ready, on the point that started the server (tag specexp.server_reused says whether it did)",
         _C,
     ),
-    Metric("repeats", "repeats", "count", 0, "mean", None, "measurements of this point (repeats > 1 only)", _C),
+    Metric(
+        "windows",
+        "windows",
+        "count",
+        0,
+        "sum",
+        None,
+        "steady windows the point's metrics are averaged over (consecutive, on one server launch)",
+        _M,
+    ),
+    Metric(
+        "windows_warmup",
+        "warm-up windows",
+        "count",
+        0,
+        "sum",
+        None,
+        "leading windows discarded because their throughput was still trending (outside the 95% prediction "
+        "interval of the windows after them)",
+        _M,
+    ),
+    Metric(
+        "windows_settled",
+        "settled",
+        "",
+        0,
+        "mean",
+        None,
+        "1 when the point reached measure.windows steady windows; 0 when measure.max_windows or "
+        "measure.max_s stopped it while its throughput was still trending",
+        _M,
+    ),
+    Metric(
+        "host_load1",
+        "load avg",
+        "",
+        2,
+        "mean",
+        None,
+        "the host's 1-minute load average at each window's end (the tag specexp.host_cpus gives the cores)",
+        _M,
+    ),
+    Metric(
+        "host_cpu_steal",
+        "CPU steal",
+        "",
+        3,
+        "mean",
+        None,
+        "share of the host's CPU time taken by the hypervisor during the window (/proc/stat; absent where unreadable)",
+        _M,
+    ),
+    Metric(
+        "client_cpu",
+        "client CPU",
+        "",
+        2,
+        "mean",
+        None,
+        "CPU seconds of specexp's own process (the load client) per second of the window: its share of one core; "
+        "near 1 the client, not the server, may set the pace",
+        _M,
+    ),
     Metric(
         "speedup",
         "speedup",
@@ -392,7 +461,7 @@ TABLE_KEYS = (
 RATE_TABLE_KEYS = ("offered_rate", "achieved_rate")
 SLO_TABLE_KEYS = ("goodput", "slo_attainment")
 COMPARE_KEYS = ("output_throughput", "decode_speed_mean", "accept_length", "ttft_ms_p50", "tpot_ms_p50")
-# The headline metrics a point reports with an interval when it is measured more than once.
+# Metrics summed over a point's windows (and launches) rather than averaged.
 COUNT_KEYS = tuple(k for m in METRICS if m.aggregate == "sum" for k in m.names())
 
 

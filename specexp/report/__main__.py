@@ -53,12 +53,12 @@ def _missing_store(uri: str) -> str | None:
 def report(sweep: Sweep, out: Path, plots: bool) -> str:
     """Speedups and crossovers recomputed from the points, as the sweeper does at the end of a run."""
     rows = sweep.rows
-    speedups, cross = apply(rows)  # recomputed rather than trusting what a (maybe partial) run logged
+    analysis = apply(rows)  # recomputed rather than trusting what a (maybe partial) run logged
     out.mkdir(parents=True, exist_ok=True)
     if rows:
         write_csv(out / "summary.csv", summary_rows(rows, sweep.settings))
-    images = make_plots(rows, cross, out) if plots else []
-    words = verdicts(rows, speedups, cross)
+    images = make_plots(rows, analysis.crossovers, out) if plots else []
+    words = verdicts(rows, analysis)
     if sweep.kind == "study":  # a study's answer is its best settings, not a crossover
         objective = sweep.params.get("study.objective", "output_throughput").split("@")[0]
         maximize = sweep.params.get("study.direction", "maximize").startswith("maximize")

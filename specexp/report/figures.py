@@ -9,7 +9,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from specexp.report.analysis import AXES, slo_target, x_of
+from specexp.metrics.stats import Estimate, combine
+from specexp.report.analysis import AXES, metric_estimate, slo_target, x_of
 from specexp.report.series import group
 from specexp.result import PointResult
 
@@ -21,7 +22,7 @@ class Line:
     label: str
     x: list[float]
     y: list[float]
-    err: list[float] | None = None  # 95% half-widths, when the points were repeated
+    err: list[float] | None = None  # 95% half-widths, where the points have intervals
     dashed: bool = False
     series: str = ""  # lines of one series share a colour (p50 solid, p99 dashed)
 
@@ -36,22 +37,27 @@ class Figure:
     log2x: bool = True
     hline: float | None = None
     vlines: dict[str, float] = field(default_factory=dict)  # label -> x
+    bands: list[tuple[float, float]] = field(default_factory=list)  # shaded x ranges: crossover intervals
 
 
 def _errors(halves: list[float | None]) -> list[float] | None:
-    """Error bars from ``<key>_ci95``; None when no point was repeated."""
+    """Error bars from ``<key>_ci95``; None when no point has an interval."""
     return None if all(h is None for h in halves) else [h or 0.0 for h in halves]
 
 
 def _vs_load(series: dict[str, list[PointResult]], metric: str, suffix: str = "", dashed: bool = False) -> list[Line]:
-    """One line per series along its load axis (batch or request rate)."""
+    """One line per series along its load axis (batch or request rate); a point measured on several
+    launches (repeats) is one marker, the launches combined, with the combined interval."""
     lines = []
     for name, rows in series.items():
-        have = [r for r in rows if r.metrics.get(metric) is not None]
-        if have:
-            y = [r.metrics[metric] for r in have]
-            err = _errors([r.metrics.get(f"{metric}_ci95") for r in have])
-            lines.append(Line(name + suffix, [x_of(r) for r in have], y, err, dashed, name))
+        launches: dict[float, list[Estimate]] = {}
+        for r in rows:
+            if (est := metric_estimate(r, metric)) is not None:
+                launches.setdefault(x_of(r), []).append(est)
+        if launches:
+            points = {x: combine(ests) for x, ests in launches.items()}
+            err = _errors([p.half if p.known else None for p in points.values()])
+            lines.append(Line(name + suffix, list(points), [p.value for p in points.values()], err, dashed, name))
     return lines
 
 
@@ -90,6 +96,15 @@ def _marks(stem: str, what: str, crossovers: dict[str, float]) -> dict[str, floa
     return marks
 
 
+def _bands(stem: str, crossovers: dict[str, float]) -> list[tuple[float, float]]:
+    """The 95% interval of each ``<stem>.*`` crossover that has both bounds, to shade."""
+    return [
+        (crossovers[f"{k}_lo"], crossovers[f"{k}_hi"])
+        for k in crossovers
+        if k.startswith(f"{stem}.") and f"{k}_lo" in crossovers and f"{k}_hi" in crossovers
+    ]
+
+
 def _xlabel(rows: Sequence[PointResult]) -> str:
     return " / ".join(dict.fromkeys(AXES[r.load].label for r in rows if r.ok)) or "batch"
 
@@ -109,6 +124,7 @@ def figures(rows: Sequence[PointResult], crossovers: dict[str, float]) -> list[F
             _vs_load(series, "speedup"),
             hline=1.0,
             vlines=_marks("crossover_batch", "crossover", crossovers),
+            bands=_bands("crossover_batch", crossovers),
         ),
         Figure(
             "decode_speed",
@@ -125,6 +141,7 @@ def figures(rows: Sequence[PointResult], crossovers: dict[str, float]) -> list[F
             _vs_load(series, "decode_speedup"),
             hline=1.0,
             vlines=_marks("crossover_rate", "crossover", crossovers),
+            bands=_bands("crossover_rate", crossovers),
         ),
         Figure(
             "request_rate",

@@ -49,6 +49,8 @@ def _png(spec: Figure, path: Path) -> None:
     ax.minorticks_off()
     if spec.hline is not None:
         ax.axhline(spec.hline, color="black", linewidth=0.8)
+    for lo, hi in spec.bands:
+        ax.axvspan(lo, hi, color="grey", alpha=0.15, linewidth=0)
     for label, x in spec.vlines.items():
         ax.axvline(x, color="grey", linestyle=":")
         ax.text(x, 0.98, label, transform=ax.get_xaxis_transform(), rotation=90, va="top", ha="right", fontsize=8)
@@ -77,6 +79,8 @@ def _plotly(spec: Figure) -> go.Figure:
     fig.update_xaxes(type="log" if spec.log2x else "linear", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
     if spec.hline is not None:
         fig.add_hline(y=spec.hline, line_color="black", line_width=1)
+    for lo, hi in spec.bands:
+        fig.add_vrect(x0=lo, x1=hi, fillcolor="grey", opacity=0.15, line_width=0)
     for label, x in spec.vlines.items():
         fig.add_vline(x=x, line_dash="dot", line_color="grey")
         # Annotations on a log axis take log10(x) while shapes take x (plotly.py#2580).

@@ -1,4 +1,6 @@
-"""The table of a sweep's points: one flat row per point, as summary.csv and every table show it."""
+"""The table of a sweep's points: one flat row per point, as summary.csv and every table show it.
+
+Rows come in the order the points ran (with ``repeats``, the interleaved launch order)."""
 
 from __future__ import annotations
 
@@ -22,15 +24,29 @@ LEAD_COLUMNS = (
     "load.kind",
     "batch",
     "load.rate",
+    "repeat",
 )
 
 
+def with_intervals_beside(metrics: dict[str, float]) -> dict[str, float]:
+    """The metrics with each ``<key>_ci95`` right after its ``<key>``: a ± column beside its value."""
+    out: dict[str, float] = {}
+    for key, value in metrics.items():
+        if not key.endswith("_ci95"):
+            out[key] = value
+            if f"{key}_ci95" in metrics:
+                out[f"{key}_ci95"] = metrics[f"{key}_ci95"]
+    return out | metrics
+
+
 def summary_rows(results: Sequence[PointResult], settings: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """One flat dict per point: its lead settings (and ``settings``), status, every metric, where to find it."""
+    """One flat dict per point: its lead settings (and ``settings``), status, every metric (each ±
+    beside its value), where to find it."""
     rows = []
     for r in results:
         row = {k: r.params.get(k, "") for k in dict.fromkeys([*LEAD_COLUMNS, *settings])}
-        row |= {"status": r.status, **r.metrics, "run_id": r.run_id, "job_dir": r.job_dir, "error": r.error}
+        row |= {"status": r.status, **with_intervals_beside(r.metrics)}
+        row |= {"run_id": r.run_id, "job_dir": r.job_dir, "error": r.error}
         rows.append(row)
     return rows
 

@@ -1,12 +1,23 @@
-"""The sweep's answer in words: per speculative drafter, where speculation stops paying off; in a
-rate sweep also, per drafter, up to which request rate the latency targets hold."""
+"""The sweep's answer in words: per speculative drafter, where speculation pays, with the intervals
+that make it safe to say; in a rate sweep also, per drafter, up to which request rate the latency
+targets hold.
+
+Conservative by construction: a batch (or rate) "pays" only when its speedup's whole 95% interval
+lies above 1, "loses" only when it lies below; anything else is "no measurable difference". A point
+that breaks its curve or never settled is named as such instead of being believed.
+"""
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 
-from specexp.report.analysis import slo_target
+from specexp.metrics.stats import Estimate
+from specexp.report.analysis import Analysis, Series, slo_target
 from specexp.result import PointResult
+
+PAYS, LOSES, SAME = "pays", "loses", "same"
 
 
 def _keys(cross: dict[str, float], stem: str, name: str) -> list[str]:
@@ -32,28 +43,92 @@ def _where(cross: dict[str, float], keys: list[str]) -> str:
     )
 
 
-def verdicts(rows: Sequence[PointResult], speedups: dict[int, dict[str, float]], cross: dict[str, float]) -> list[str]:
-    """The answer in words, per speculative drafter (and per drafter for a rate sweep's SLO)."""
-    lines = []
-    closed = {i: s for i, s in speedups.items() if rows[i].load == "closed"}
-    for name in dict.fromkeys(rows[i].drafter for i in closed):
-        pts = sorted(
-            (rows[i].batch, s["speedup"]) for i, s in closed.items() if rows[i].drafter == name and "speedup" in s
-        )
-        if not pts:
-            continue
-        keys = _keys(cross, "crossover_batch", name)
-        span = f"batch {pts[0][0]}-{pts[-1][0]}"
-        if keys:
-            lines.append(f"with {name}, speculation stops paying off above batch {_where(cross, keys)}")
-        elif all(s >= 1 for _, s in pts):
-            lines.append(
-                f"with {name}, speculation wins at every measured batch ({span}; "
-                f"speedup {min(s for _, s in pts):.2f}x-{max(s for _, s in pts):.2f}x)"
-            )
+def verdict_class(speedup: Estimate) -> str:
+    if speedup.lo > 1:
+        return PAYS
+    if speedup.hi < 1:
+        return LOSES
+    return SAME
+
+
+def times(speedup: Estimate) -> str:
+    """``×1.13 ± 0.04``, or ``×1.13`` without an interval."""
+    return f"×{speedup.value:.2f}" + (f" ± {speedup.half:.2f}" if speedup.known else "")
+
+
+def _at(s: Series, xs: Sequence[float]) -> str:
+    """``batch 1, 4`` or ``rate 1, 4 req/s``."""
+    return s.axis.at.format(x=", ".join(f"{x:g}" for x in xs))
+
+
+def _bound(x: float) -> str:
+    """A break-even bound: a whole number from 10 up, one decimal below."""
+    return f"{x:.0f}" if x >= 10 else f"{x:.1f}"
+
+
+def break_even(s: Series) -> str | None:
+    """``break-even between 9 and 14 (95%)``, open on a side where the interval is."""
+    value = s.axis.value.format
+    if not s.intervals:
+        return f"break-even ≈ {value(x=_bound(s.crossover))} (no interval)" if s.crossover is not None else None
+    if math.isfinite(s.lo) and math.isfinite(s.hi):
+        return f"break-even between {_bound(s.lo)} and {value(x=_bound(s.hi))} (95%)"
+    if math.isfinite(s.hi):
+        return f"break-even below {value(x=_bound(s.hi))} (95%)"
+    if math.isfinite(s.lo):
+        return f"break-even above {value(x=_bound(s.lo))} (95%)"
+    return None
+
+
+def describe(s: Series) -> str:
+    """One line per series, e.g. "tiny pays up to batch 8 (×1.13 ± 0.04), loses from batch 16
+    (×0.49 ± 0.05); break-even between 9 and 14 (95%)"."""
+    doubtful = set(s.unstable) | set(s.unsettled)
+    trusted = [(x, p) for x, p in s.points.items() if x not in doubtful]
+    runs = [(cls, list(group)) for cls, group in itertools.groupby(trusted, key=lambda xp: verdict_class(xp[1]))]
+    parts = []
+    for i, (cls, run) in enumerate(runs):
+        (first, first_est), (last, last_est) = run[0], run[-1]
+        if cls == SAME:
+            parts.append(f"no measurable difference at {_at(s, [x for x, _ in run])}")
+        elif cls == PAYS and i == 0 and len(runs) > 1:
+            parts.append(f"pays up to {_at(s, [last])} ({times(last_est)})")
+        elif cls == LOSES and i == len(runs) - 1 and len(runs) > 1:
+            parts.append(f"loses from {_at(s, [first])} ({times(first_est)})")
+        elif len(run) == 1:
+            parts.append(f"{cls} at {_at(s, [first])} ({times(first_est)})")
         else:
-            lines.append(f"with {name}, speculation never pays off at any measured batch ({span})")
-    return lines + slo_verdicts(rows, cross) + rate_verdicts(rows, speedups, cross)
+            every = "every measured " if len(runs) == 1 and not doubtful else ""
+            gaps = any(first < x < last for x in doubtful)
+            span = ", ".join(f"{x:g}" for x, _ in run) if gaps else f"{first:g}-{last:g}"
+            parts.append(f"{cls} at {every}{s.axis.at.format(x=span)} ({times(first_est)} to {times(last_est)})")
+    label = s.label + (" (per-stream decode speed)" if s.axis.ratio == "decode_speedup" else "")
+    if not parts:
+        line = f"{label}: no point measured well enough to judge"
+    else:
+        line = label + (": " if runs[0][0] == SAME else " ") + ", ".join(parts)
+    if (where := break_even(s)) is not None:
+        line += f"; {where}"
+    if not s.intervals:
+        line += "; one window per point, so no intervals: raise measure.windows"
+    for x in s.unstable:
+        line += f"; unstable at {_at(s, [x])}: rerun or raise measure.windows"
+    for x, share in s.client_cpu.items():
+        line += (
+            f"; the load client used {share:.0%} of a core at {_at(s, [x])}: it may be the bottleneck there "
+            "(README: Limits of the measurement)"
+        )
+    for x in s.unsettled:
+        line += (
+            f"; unsettled at {_at(s, [x])} (still warming up when a cap stopped it): "
+            "raise measure.max_windows or measure.max_s"
+        )
+    return line
+
+
+def verdicts(rows: Sequence[PointResult], analysis: Analysis) -> list[str]:
+    """The answer in words: one line per speedup series, then the SLO rates of a rate sweep."""
+    return [describe(s) for s in analysis.series] + slo_verdicts(rows, analysis.crossovers)
 
 
 def _slo_text(rows: Sequence[PointResult]) -> str:
@@ -81,30 +156,4 @@ def slo_verdicts(rows: Sequence[PointResult], cross: dict[str, float]) -> list[s
             lines.append(f"with {name}, {share} at every measured rate (up to {pts[-1][0]:g} req/s)")
         else:
             lines.append(f"with {name}, fewer than {share} already at {pts[0][0]:g} req/s (attainment {pts[0][1]:.0%})")
-    return lines
-
-
-def rate_verdicts(
-    rows: Sequence[PointResult], speedups: dict[int, dict[str, float]], cross: dict[str, float]
-) -> list[str]:
-    """Per speculative drafter of a rate sweep: up to which rate its streams are faster than without."""
-    lines = []
-    rated = {i: s for i, s in speedups.items() if rows[i].load == "rate" and "decode_speedup" in s}
-    for name in dict.fromkeys(rows[i].drafter for i in rated):
-        pts = sorted((rows[i].rate or 0.0, s["decode_speedup"]) for i, s in rated.items() if rows[i].drafter == name)
-        keys = _keys(cross, "crossover_rate", name)
-        if keys:
-            lines.append(
-                f"with {name}, speculation stops paying off above {_where(cross, keys)} req/s "
-                "(per-stream decode speed vs drafter=none)"
-            )
-        elif all(s >= 1 for _, s in pts):
-            lines.append(
-                f"with {name}, speculation wins at every measured rate ({pts[0][0]:g}-{pts[-1][0]:g} req/s; "
-                f"stream speedup {min(s for _, s in pts):.2f}x-{max(s for _, s in pts):.2f}x)"
-            )
-        else:
-            lines.append(
-                f"with {name}, speculation never pays off at any measured rate ({pts[0][0]:g}-{pts[-1][0]:g} req/s)"
-            )
     return lines

@@ -6,6 +6,10 @@ bad input fails before any server starts), grouped by its server key in order of
 and told the largest concurrency of its group (``max_batch``: the largest batch, or an open loop's
 largest ``load.max_concurrency``) so that one server admits them all. An uncapped open loop adds
 nothing: its server is sized by engine.max_running_requests.
+
+With ``repeats > 1`` the server groups run in rounds, A B A B ..., each round a fresh launch of
+every server, so slow drift of the machine hits every arm alike; each job is told its round
+(``repeat``), and the order is the jobs' order (summary.csv lists them so).
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ class Job:
     name: str  # its run's name in MLflow
 
 
-def _named(job: Job) -> list[str]:
-    return [*job.overrides, override("run_name", job.name)] if job.name else job.overrides
+def _named(job: Job, launch: int) -> list[str]:
+    """The job's overrides and its run's name (with the launch, when the point is repeated)."""
+    name = f"{job.name} launch {launch + 1}" if job.name and job.cfg.repeats > 1 else job.name
+    return [*job.overrides, override("run_name", name)] if name else job.overrides
 
 
 def group_key(cfg: Config, global_max: int | None) -> str:
@@ -49,13 +55,21 @@ def order_by_server(jobs: Sequence[Job]) -> list[Job]:
     return sorted(jobs, key=lambda j: first[j.group])
 
 
+def interleave(jobs: Sequence[Job]) -> list[tuple[Job, int]]:
+    """Jobs already grouped by server, in rounds of launches: (job, round) for round 0 of every
+    group, then round 1 of every group, ... up to each job's ``repeats``."""
+    rounds = max(j.cfg.repeats for j in jobs)
+    return [(j, r) for r in range(rounds) for j in jobs if r < j.cfg.repeats]
+
+
 def plan(
     compose: Callable[[list[str]], Config], jobs: list[list[str]], sweep_id: str, names: list[str] | None = None
 ) -> list[list[str]]:
-    """Jobs ordered by server, each with ``sweep_id``, its server's ``max_batch`` and its run's name
-    (``names``; default: the overrides that vary between jobs) appended. Before anything starts,
-    every job's files are checked (its dataset read), and once per server its fixed port and its
-    argv (the engine's own parser): ConfigError on a bad file or a refusal."""
+    """Jobs ordered by server (in rounds, with repeats), each with ``sweep_id``, its server's
+    ``max_batch``, its run's name (``names``; default: the overrides that vary between jobs) and its
+    round (``repeat``, from the second on) appended. Before anything starts, every job's files are
+    checked (its dataset read), and once per server its fixed port and its argv (the engine's own
+    parser): ConfigError on a bad file or a refusal."""
     composed = [compose(o) for o in jobs]
     for cfg in composed:
         prepare(cfg)
@@ -79,4 +93,7 @@ def plan(
             if describe(first.cfg).command is not None:
                 checks.check_port(first.cfg)
     sized = {g: [] if m is None else [f"max_batch={m}"] for g, m in group_max.items()}
-    return [[*_named(j), f"sweep_id={sweep_id}", *sized[j.group]] for j in planned]
+    return [
+        [*_named(j, r), f"sweep_id={sweep_id}", *sized[j.group], *([f"repeat={r}"] if r else [])]
+        for j, r in interleave(planned)
+    ]

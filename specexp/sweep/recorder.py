@@ -156,13 +156,13 @@ class SweepRecorder:
     def _write(
         self, rows: Sequence[PointResult], answer: Sequence[str]
     ) -> tuple[dict[int, dict[str, float]], dict[str, float], list[str]]:
-        speedups, cross = apply(rows)
+        analysis = apply(rows)
         table = summary_rows(rows, self.settings)
         if table:
             write_csv(self.sweep_dir / "summary.csv", table)
-        words = [*verdicts(rows, speedups, cross), *answer]
+        words = [*verdicts(rows, analysis), *answer]
         (self.sweep_dir / "verdict.txt").write_text("\n".join(words) + "\n")
-        return speedups, cross, words
+        return analysis.speedups, analysis.crossovers, words
 
     def _publish(
         self,

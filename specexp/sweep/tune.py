@@ -6,6 +6,12 @@ launcher, and tells the study the objective(s). With ``batches`` one trial measu
 sizes on one server launch and the study gets one objective per batch: the best trial per
 objective is the depth schedule a deployment would use. Storage is persistent (sqlite by default,
 any SQLAlchemy URL, or ``journal:///path``), so rerunning the same command resumes the study.
+
+The objective is noisy: each trial keeps its 95% half-width (user attribute ``ci95``), and the best
+trial is the one whose interval's conservative end is best (the lower end when maximizing), with the
+trials it cannot be told apart from named beside it. An objective whose windows agree exactly
+(``ci95`` 0 over two or more windows: greedy decoding of the same prompts) is deterministic: a
+configuration already measured is told its earlier values and never launched again.
 """
 
 from __future__ import annotations
@@ -91,6 +97,35 @@ def violation(clause: Clause, metrics: dict[str, float]) -> float:
 def feasible(trial: optuna.trial.FrozenTrial) -> bool:
     """Neither refused before launch (pruned as infeasible) nor past a constraint."""
     return "infeasible" not in trial.user_attrs and all(v <= 0 for v in constraint_values(trial))
+
+
+def half_width(trial: optuna.trial.FrozenTrial, index: int) -> float:
+    """The 95% half-width of a trial's ``index``-th value (0 where it has none)."""
+    halves = trial.user_attrs.get("ci95") or []
+    return halves[index] if index < len(halves) else 0.0
+
+
+def conservative(trial: optuna.trial.FrozenTrial, index: int, direction: str) -> float:
+    """The end of the trial's interval that is worst for the study: what it surely achieves."""
+    value, half = trial.values[index], half_width(trial, index)
+    return value - half if direction == "maximize" else value + half
+
+
+def indistinguishable(a: optuna.trial.FrozenTrial, b: optuna.trial.FrozenTrial, index: int) -> bool:
+    """Whether two trials' 95% intervals on one objective overlap."""
+    return abs(a.values[index] - b.values[index]) <= half_width(a, index) + half_width(b, index)
+
+
+def measured_before(trials: list[optuna.trial.FrozenTrial], params: dict[str, Any]) -> optuna.trial.FrozenTrial | None:
+    """A complete trial of the same configuration whose objective proved deterministic."""
+    return next(
+        (
+            t
+            for t in trials
+            if t.state == TrialState.COMPLETE and t.params == params and t.user_attrs.get("deterministic")
+        ),
+        None,
+    )
 
 
 class Tuner:
@@ -213,6 +248,16 @@ class Tuner:
     def _trial(self, study: optuna.Study, base: list[str], run: SweepRun) -> None:
         trial = study.ask()
         values = self.space.suggest(trial)
+        earlier = measured_before(study.get_trials(deepcopy=False), trial.params)
+        if earlier is not None:
+            for key in ("ci95", "constraints", "deterministic"):
+                trial.set_user_attr(key, earlier.user_attrs[key])
+            trial.set_user_attr("same_as", earlier.number)
+            self._tell(study, trial, values=earlier.values)
+            console.print(
+                f"trial {trial.number} {values}: measured in trial {earlier.number} (deterministic); not again"
+            )
+            return
         overrides = [*base, *self.space.overrides(values)]
         jobs = [[*overrides, f"batch={b}"] for b in self.batches] if self.batches else [overrides]
         names = [f"trial {trial.number}: {n}" for n in point_names(jobs, [*values, "batch"])]
@@ -225,18 +270,26 @@ class Tuner:
             return
         results = self.sweeper.launch(run, jobs)
         failed = [r for r in results if not r.ok]
-        if self.batches:
-            scores = [r.metrics.get(self.objectives[0]) for r in results]
-        else:
-            scores = [results[0].metrics.get(o) for o in self.objectives]
+        measured = (
+            [(r, self.objectives[0]) for r in results] if self.batches else [(results[0], o) for o in self.objectives]
+        )
+        scores = [r.metrics.get(key) for r, key in measured]
+        halves = [r.metrics.get(f"{key}_ci95", 0.0) for r, key in measured]
         if failed or any(s is None for s in scores):
             trial.set_user_attr("error", (failed[0].error if failed else "objective missing") or "")
             self._tell(study, trial, state=TrialState.FAIL)
             console.print(f"trial {trial.number} {values}: failed")
         else:
             trial.set_user_attr("constraints", [violation(c, r.metrics) for r in results for c in self.constraints])
+            trial.set_user_attr("ci95", halves)
+            windows = min(r.metrics.get("windows", 1) for r in results)
+            trial.set_user_attr("deterministic", windows >= 2 and not any(halves))
             self._tell(study, trial, values=scores)
-            console.print(f"trial {trial.number} {values}: {dict(zip(self.objective_names(), scores, strict=True))}")
+            shown = ", ".join(
+                f"{name} {score:.4g} ± {half:.2g}"
+                for name, score, half in zip(self.objective_names(), scores, halves, strict=True)
+            )
+            console.print(f"trial {trial.number} {values}: {shown}")
         self._tag_runs(results, trial.number, self.conf.study_name, feasible(trial))
 
     def _tell(self, study: optuna.Study, trial: optuna.Trial, **result: Any) -> None:
@@ -277,14 +330,17 @@ class Tuner:
         names = self.objective_names()
         with (sweep_dir / "trials.csv").open("w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["trial", "state", "feasible", *names, *self.space.distributions])
+            w.writerow(
+                ["trial", "state", "feasible", *(c for n in names for c in (n, f"{n}_ci95")), *self.space.distributions]
+            )
             for t in trials:
+                values = [c for i, v in enumerate(t.values or []) for c in (v, half_width(t, i))]
                 w.writerow(
                     [
                         t.number,
                         t.state.name,
                         feasible(t),
-                        *(t.values or [""] * len(names)),
+                        *(values or [""] * 2 * len(names)),
                         *(t.params.get(k, "") for k in self.space.distributions),
                     ]
                 )
@@ -293,28 +349,39 @@ class Tuner:
         answer: list[str] = []
         with (sweep_dir / "best.csv").open("w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["objective", "direction", "value", "trial", *self.space.distributions])
+            w.writerow(
+                ["objective", "direction", "value", "ci95", "trial", "indistinguishable", *self.space.distributions]
+            )
             for i, (name, direction) in enumerate(zip(names, self.directions, strict=True)):
                 if not done:
                     continue
                 pick = max if direction == "maximize" else min
-                best = pick(done, key=lambda t: t.values[i])
+                best = pick(done, key=lambda t: conservative(t, i, direction))  # chosen on its interval
+                ties = [t.number for t in done if t.params != best.params and indistinguishable(t, best, i)]
                 w.writerow(
                     [
                         name,
                         direction,
                         best.values[i],
+                        half_width(best, i),
                         best.number,
+                        " ".join(map(str, ties)),
                         *(best.params.get(k, "") for k in self.space.distributions),
                     ]
                 )
+                if ties:
+                    console.print(
+                        f"best {name}: trial {best.number} {best.values[i]:.4g} ± {half_width(best, i):.2g}, "
+                        f"indistinguishable from trial(s) {', '.join(map(str, ties))} at 95%"
+                    )
                 out[f"best.{name}"] = best.values[i]
+                out[f"best.{name}_ci95"] = half_width(best, i)
                 out[f"best_trial.{name}"] = best.number
                 out |= {f"best.{name}.{k}": float(v) for k, v in best.params.items() if isinstance(v, (int, float))}
                 out |= self._importances(study, i, name, direction)
                 batch = self.measured_batches[i] if len(names) == len(self.measured_batches) else None
                 where = f"at batch {batch}" if batch is not None else f"for {name}"
-                answer.append(best_line(where, best.params, name, best.values[i], best.number))
+                answer.append(best_line(where, best.params, name, best.values[i], best.number, half_width(best, i)))
         console.print(
             f"study {self.conf.study_name!r} in {url}: {len(done)} feasible complete trial(s); "
             f"best per objective in {sweep_dir / 'best.csv'}"

@@ -43,7 +43,7 @@ def test_rate_sweep_logs_the_open_loop_and_says_which_rate_each_drafter_sustains
     verdict = (run.workdir / "multirun" / "verdict.txt").read_text()
     for name in ("none", "tiny"):
         assert f"with {name}, " in verdict and "of requests meet the SLO (TTFT ≤ 200 ms, TPOT ≤ 30 ms)" in verdict
-    assert "with tiny, speculation" in verdict and "req/s" in verdict
+    assert "tiny (per-stream decode speed)" in verdict and "req/s" in verdict
     assert "with none, 90% of requests" in run.proc.stderr or "with none, fewer than 90%" in run.proc.stderr
     plots = run.workdir / "multirun" / "plots"
     for name in ("request_rate", "goodput", "slo_attainment", "decode_speedup", "output_throughput"):

@@ -60,7 +60,12 @@ def test_single_run_logs_every_metrics_key(specexp) -> None:
     assert logged.params["engine.name"] == "torch" and logged.params["batch"] == "2"
     assert logged.params["drafter.name"] == "tiny"
     m = logged.metrics
-    assert m["requests_ok"] == 4 and m["requests_failed"] == 0 and m["output_tokens"] == 4 * 16
+    steady = m["windows"]  # three by default, after any warm-up windows, each of 4 requests
+    assert steady >= 3 and len(results["windows"]) == steady + m["windows_warmup"]
+    assert m["requests_ok"] == 4 * steady and m["requests_failed"] == 0 and m["output_tokens"] == 4 * steady * 16
+    assert m["output_throughput_ci95"] > 0 and m["client_cpu"] > 0 and m["host_load1"] >= 0
+    records = [json.loads(line) for line in (run.workdir / "run" / "records.jsonl").read_text().splitlines()]
+    assert sorted({r["window"] for r in records if r["window"] is not None}) == list(range(len(results["windows"])))
     # the reference engine's counters are exact: every output token is an accepted draft or a verify step
     assert m["spec_accepted_tokens"] + m["spec_verify_steps"] == m["output_tokens"]
     assert 1 < m["accept_length"] <= 5

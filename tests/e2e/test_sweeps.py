@@ -1,5 +1,6 @@
 """Multiruns on the live reference engine: server reuse by key, failures, interrupts."""
 
+import csv
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import time
 
 import pytest
 
+from specexp.metrics.registry import TABLE_KEYS
 from tests.conftest import FAST, engine_processes, run_outputs
 
 
@@ -30,7 +32,7 @@ def test_four_points_two_servers_either_order(specexp, order) -> None:
     assert parent.data.params["swept.drafter"] == "none,tiny" and parent.data.params["swept.batch"] == "1,4"
     assert parent.data.params["engine.name"] == "torch" and "batch" not in parent.data.params
     note = parent.data.tags["mlflow.note.content"]
-    assert "with tiny, speculation" in note and "| config | batch |" in note
+    assert "tiny " in note and "| config | batch |" in note
     assert all(c.data.tags["mlflow.parentRunId"] == parent_id for c in children)
     keys = {c.data.tags["specexp.server_key"] for c in children}
     assert len(keys) == 2
@@ -56,7 +58,8 @@ def test_four_points_two_servers_either_order(specexp, order) -> None:
     for name in ("output_throughput", "speedup", "decode_speed", "accept_length", "ttft", "tpot"):
         assert (plots / f"{name}.png").stat().st_size > 10_000, name
     assert "Speedup of speculation" in (plots / "plots.html").read_text()
-    assert "with tiny, speculation" in run.proc.stderr  # the answer in words, in the console
+    verdict = (run.workdir / "multirun" / "verdict.txt").read_text().splitlines()[0]
+    assert verdict.startswith("tiny") and verdict[:40] in run.proc.stderr  # the answer in words, in the console
 
 
 def test_failed_server_is_recorded_and_the_sweep_goes_on(specexp, shared_outputs, broken_model) -> None:
@@ -116,16 +119,37 @@ def test_sigint_mid_sweep_marks_the_run_and_leaves_no_engine(tmp_path, shared_ou
     assert engine_processes(marker) == [], out[-2000:]
 
 
-def test_repeats_give_intervals_on_points_and_speedups(specexp) -> None:
-    run = specexp("drafter=none,tiny", "batch=2", "repeats=3", "-m")
+def test_every_headline_metric_gets_an_interval_and_the_verdict_states_them(specexp) -> None:
+    run = specexp("drafter=none,tiny", "batch=1,4", "-m")
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-    _, children = children_and_parent(run.runs())
+    parents, children = children_and_parent(run.runs())
     for c in children:
         m = c.data.metrics
-        assert m["repeats"] == 3 and m["requests_ok"] == 3 * 4  # counts add up over the repeats
-        assert m["output_throughput_ci95"] >= 0 and "ttft_ms_p50_ci95" in m
-    (spec,) = [c for c in children if c.data.params["drafter.name"] == "tiny"]
-    assert spec.data.metrics["speedup_ci95"] > 0
+        assert m["windows"] >= 3 and m["requests_ok"] == 4 * m["windows"]
+        headline = [k for k in TABLE_KEYS if k in m and not (k == "accept_length" and "accept_rate" not in m)]
+        missing = [f"{k}_ci95" for k in headline if f"{k}_ci95" not in m]
+        assert not missing, missing  # every headline number carries its interval (1.0 for no drafter is exact)
+        assert {"client_cpu", "host_load1", "windows_warmup", "windows_settled"} <= set(m)
+        if c.data.params["drafter.name"] == "tiny":
+            assert "speedup_ci95" in m and "decode_speedup_ci95" in m
+    verdict = (run.workdir / "multirun" / "verdict.txt").read_text()
+    assert verdict.startswith("tiny") and ("±" in verdict or "no measurable difference" in verdict)
+    assert verdict[:40] in run.proc.stderr  # and in the console
+    header = (run.workdir / "multirun" / "summary.csv").read_text().splitlines()[0].split(",")
+    assert header[header.index("output_throughput") + 1] == "output_throughput_ci95"  # ± beside the value
+    assert any(k.startswith("crossover_batch") for k in parents[0].data.metrics) or "break-even" not in verdict
+
+
+def test_repeats_launch_every_server_again_interleaved(specexp) -> None:
+    run = specexp("drafter=none,tiny", "batch=2", "repeats=2", "measure.windows=2", "-m")
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    rows = list(csv.DictReader((run.workdir / "multirun" / "summary.csv").open()))
+    order = [(r["drafter.name"], r["repeat"]) for r in rows]
+    assert order == [("none", "0"), ("tiny", "0"), ("none", "1"), ("tiny", "1")]  # A B A B
+    _, children = children_and_parent(run.runs())
+    assert all(c.data.tags["specexp.server_reused"] == "false" for c in children)  # four launches
+    (line,) = (run.workdir / "multirun" / "verdict.txt").read_text().splitlines()
+    assert line.startswith("tiny")  # two launches: a wide interval (t with 1 degree of freedom), honestly
 
 
 def test_an_engine_that_is_not_installed_stops_the_sweep_before_any_job(specexp) -> None:

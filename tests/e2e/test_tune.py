@@ -55,6 +55,11 @@ def test_tpe_in_12_trials_finds_the_grids_best_depth(specexp) -> None:
         f"tpe: best num_steps={tpe_best['drafter.num_steps']} at trial {tpe_best['trial']} of 12"
     )
     assert tpe_best["drafter.num_steps"] == grid_best["drafter.num_steps"]
+    # a deterministic objective: every configuration measured once, however often TPE suggests it
+    trials = list(csv.DictReader((tpe.workdir / "multirun" / "trials.csv").open()))
+    measured = [r for r in tpe.runs() if r.data.tags.get("optuna.study") == "tpe"]  # the grid shares the store
+    assert len(measured) == len({t["drafter.num_steps"] for t in trials if t["state"] == "COMPLETE"}) < len(trials)
+    assert all(float(t["accept_length_ci95"]) == 0.0 for t in trials if t["state"] == "COMPLETE")
     assert float(tpe_best["value"]) == float(grid_best["value"])
     assert 1 < int(grid_best["drafter.num_steps"]) < 8  # the constraint bites: not a corner of the space
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specexp.report.analysis import crossovers, pair_speedups
+from specexp.report.analysis import apply
 from specexp.report.figures import figures
 from specexp.report.plots import make_plots
 from specexp.result import PointResult
@@ -22,6 +22,7 @@ def row(
     metrics = {
         "output_throughput": tput,
         "output_throughput_ci95": 0.05 * tput,
+        "windows": 5,
         "decode_speed_mean": tput / batch,
         "accept_length": 1.0 if drafter == "none" else 3.0,
         "ttft_ms_p50": 10.0 * batch,
@@ -37,10 +38,7 @@ def row(
 
 
 def paired(rows: list[PointResult]) -> tuple[list[PointResult], dict[str, float]]:
-    speedups = pair_speedups(rows)
-    for i, ratios in speedups.items():
-        rows[i].metrics |= ratios
-    return rows, crossovers(rows, speedups)
+    return rows, apply(rows).crossovers
 
 
 def sweep() -> tuple[list[PointResult], dict[str, float]]:
@@ -70,7 +68,7 @@ def test_every_figure_as_png_and_one_offline_html(tmp_path: Path) -> None:
     html = (tmp_path / "plots" / "plots.html").read_text(encoding="utf-8")
     assert "<script src=" not in html and html.count("plotly.js v") == 1  # embedded once: opens offline
     assert {"torch/none", "torch/tiny", "torch/tiny p99", "torch/tiny b=4"} <= json_strings(html, "name")
-    assert "tiny crossover ≈ 5.7 (95% CI 5.0-6.3)" in json_strings(html, "text")
+    assert "tiny crossover ≈ 5.7 (95% CI 5.2-6.1)" in json_strings(html, "text")
     assert not any("vllm" in name for name in json_strings(html, "name"))  # the failed point is left out
     assert '"error_y":{"array":[5.0,10.0,20.0,40.0,80.0]' in html  # output_throughput_ci95 of the baseline
 
@@ -79,7 +77,8 @@ def test_speedup_figure_marks_the_crossover_and_parity() -> None:
     rows, cross = sweep()
     spec = next(f for f in figures(rows, cross) if f.name == "speedup")
     assert spec.hline == 1.0
-    assert spec.vlines == {"tiny crossover ≈ 5.7 (95% CI 5.0-6.3)": pytest.approx(2**2.5)}
+    assert spec.vlines == {"tiny crossover ≈ 5.7 (95% CI 5.2-6.1)": pytest.approx(2**2.5)}
+    assert spec.bands == [(cross["crossover_batch.tiny_lo"], cross["crossover_batch.tiny_hi"])]  # shaded
     assert [line.label for line in spec.lines] == ["torch/tiny"]
     assert spec.lines[0].x == [1, 2, 4, 8, 16]
     assert spec.lines[0].y == pytest.approx(list(SPEEDUPS.values()))
@@ -105,3 +104,16 @@ def test_series_named_by_what_tells_them_apart() -> None:
         "torch/tiny drafter.num_steps=2",
         "torch/tiny drafter.num_steps=4",
     ]
+
+
+def test_launches_of_one_point_are_one_marker_with_their_combined_interval() -> None:
+    rows = []
+    for repeat, tput in enumerate((90.0, 110.0)):  # two launches of each point, 20% apart
+        for r in (row("none", 4, tput), row("tiny", 4, 1.5 * tput)):
+            r.params["repeat"] = repeat
+            rows.append(r)
+    rows, cross = paired(rows)
+    spec = next(f for f in figures(rows, cross) if f.name == "output_throughput")
+    baseline = next(line for line in spec.lines if line.label == "torch/none")
+    assert baseline.x == [4.0] and baseline.y == pytest.approx([100.0])
+    assert baseline.err[0] > 10.0  # the launches' spread (t with one degree of freedom), not one launch's windows

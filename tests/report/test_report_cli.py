@@ -97,7 +97,7 @@ def test_report_table_verdict_and_files(store: dict, tmp_path: Path, capsys: pyt
     assert tiny4["TTFT p50 ms"] == "40.0"
     assert tiny4["status"] == "ok"
     assert none4["speedup"] == "-" and none4["output tok/s"] == "400.0"
-    assert "with tiny, speculation stops paying off above batch ≈ 5.7" in out
+    assert "tiny pays up to batch 4 (×1.20), loses from batch 8 (×0.80); break-even ≈ 5.7" in out
     assert (tmp_path / "report.md").read_text(encoding="utf-8") == out.rstrip("\n") + "\n"
     assert {"summary.csv", "plots.html", "speedup.png", "output_throughput.png"} <= {p.name for p in tmp_path.iterdir()}
     assert "![speedup](speedup.png)" in out

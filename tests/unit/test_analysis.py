@@ -1,32 +1,53 @@
-"""Sweep-level analysis on hand-made rows with a known crossover."""
+"""Sweep-level analysis on hand-made rows with known answers: pairing, crossovers and their
+intervals, the dip that must be flagged, and the verdict in words."""
+
+import math
 
 import pytest
 
-from specexp.report.analysis import crossover, crossovers, pair_speedups
+from specexp.metrics.stats import Estimate
+from specexp.report.analysis import (
+    apply,
+    breaks_trend,
+    crossover,
+    crossover_interval,
+    pair_speedups,
+)
+from specexp.report.verdict import verdicts
 from specexp.result import PointResult
 
 
-def row(drafter: str, batch: int, tput: float, engine: str = "torch", decode: float = 10.0) -> PointResult:
-    return PointResult.from_params(
-        "ok",
-        {
-            "engine.name": engine,
-            "drafter.name": drafter,
-            "drafter.num_steps": 0 if drafter == "none" else 4,
-            "batch": batch,
-            "sweep_id": "s",
-            "max_batch": 16,
-        },
-        metrics={"output_throughput": tput, "decode_speed_mean": decode},
-    )
+def row(
+    drafter: str,
+    batch: int,
+    tput: float,
+    engine: str = "torch",
+    decode: float = 10.0,
+    rel_ci: float | None = None,
+    repeat: int = 0,
+) -> PointResult:
+    metrics = {"output_throughput": tput, "decode_speed_mean": decode}
+    if rel_ci is not None:
+        metrics |= {"output_throughput_ci95": rel_ci * tput, "windows": 5}
+    params = {
+        "engine.name": engine,
+        "drafter.name": drafter,
+        "drafter.num_steps": 0 if drafter == "none" else 4,
+        "batch": batch,
+        "sweep_id": "s",
+        "max_batch": 16,
+        "repeat": repeat,
+        "measure.windows": 5,
+    }
+    return PointResult.from_params("ok", params, metrics=metrics)
 
 
 SPEEDUPS = {1: 2.0, 2: 1.5, 4: 1.2, 8: 0.8, 16: 0.5}
 
 
-def sweep(engine: str = "torch") -> list[PointResult]:
-    rows = [row("none", b, 100.0 * b, engine) for b in SPEEDUPS]
-    rows += [row("tiny", b, 100.0 * b * s, engine, decode=20.0) for b, s in SPEEDUPS.items()]
+def sweep(engine: str = "torch", speedups: dict = SPEEDUPS, rel_ci: float | None = None) -> list[PointResult]:
+    rows = [row("none", b, 100.0 * b, engine, rel_ci=rel_ci) for b in speedups]
+    rows += [row("tiny", b, 100.0 * b * s, engine, decode=20.0, rel_ci=rel_ci) for b, s in speedups.items()]
     return rows
 
 
@@ -36,13 +57,13 @@ def test_pairs_each_speculative_point_with_its_baseline() -> None:
     assert sorted(speedups) == [5, 6, 7, 8, 9]
     assert [speedups[i]["speedup"] for i in range(5, 10)] == pytest.approx(list(SPEEDUPS.values()))
     assert speedups[5]["decode_speedup"] == pytest.approx(2.0)
+    assert "speedup_ci95" not in speedups[5]  # one window each: no interval
 
 
 def test_crossover_interpolates_in_log2_batch() -> None:
     # wins at 4 (1.2), loses at 8 (0.8): halfway in log2 between 4 and 8
     assert crossover(list(SPEEDUPS.items())) == pytest.approx(2**2.5)
-    rows = sweep()
-    assert crossovers(rows, pair_speedups(rows)) == {"crossover_batch.tiny": pytest.approx(2**2.5)}
+    assert apply(sweep()).crossovers == {"crossover_batch.tiny": pytest.approx(2**2.5)}
 
 
 def test_no_crossover_when_always_or_never_winning() -> None:
@@ -57,31 +78,87 @@ def test_failed_baseline_gives_no_speedup() -> None:
 
 
 def test_two_engines_get_a_crossover_each() -> None:
-    rows = sweep("torch") + sweep("vllm")
-    out = crossovers(rows, pair_speedups(rows))
+    out = apply(sweep("torch") + sweep("vllm")).crossovers
     assert set(out) == {"crossover_batch.tiny.torch", "crossover_batch.tiny.vllm"}
 
 
-def test_repeats_give_speedup_intervals_and_crossover_bounds() -> None:
-    rows = sweep()
-    for r in rows:  # every mean known to +-5%
-        r.metrics["output_throughput_ci95"] = 0.05 * r.metrics["output_throughput"]
-    speedups = pair_speedups(rows)
-    # ratio of two means each +-5%: +-5% * sqrt(2) of the ratio, to first order
-    assert speedups[5]["speedup_ci95"] == pytest.approx(2.0 * 0.05 * 2**0.5)
-    out = crossovers(rows, speedups)
+def test_windows_give_speedup_intervals_and_crossover_bounds() -> None:
+    analysis = apply(sweep(rel_ci=0.05))  # every mean known to +-5% from 5 windows
+    # ratio of two means each +-5%: +-5% * sqrt(2) of the ratio (first order, and Welch's df = 8 here)
+    assert analysis.speedups[5]["speedup_ci95"] == pytest.approx(2.0 * 0.05 * math.sqrt(2) * 2.306 / 2.776, rel=1e-3)
+    out = analysis.crossovers
     lo, mid, hi = out["crossover_batch.tiny_lo"], out["crossover_batch.tiny"], out["crossover_batch.tiny_hi"]
-    assert lo < mid < hi
-    # lower bound: speedups minus their half-widths, 4 -> 1.2 - 0.0849, 8 -> 0.8 - 0.0566
-    s4, s8 = 1.2 * (1 - 0.05 * 2**0.5), 0.8 * (1 - 0.05 * 2**0.5)
-    assert lo == pytest.approx(2 ** (2 + (s4 - 1) / (s4 - s8)))
+    assert 4 < lo < mid < hi < 8
 
 
-def test_verdict_says_where_speculation_stops_paying_off() -> None:
-    from specexp.report.verdict import verdicts
+def test_crossover_interval_is_tight_for_tight_points_and_open_for_loose_ones() -> None:
+    tight = {b: Estimate(s, 0.005, 8) for b, s in SPEEDUPS.items()}
+    lo, hi = crossover_interval(tight)
+    assert 2**2.5 * 0.95 < lo < 2**2.5 < hi < 2**2.5 * 1.05
+    loose = {1: Estimate(1.05, 0.2, 2), 2: Estimate(1.0, 0.2, 2), 4: Estimate(0.95, 0.2, 2)}
+    assert crossover_interval(loose) == (-math.inf, math.inf)  # may never pay, may always pay
 
-    rows = sweep()
-    speedups = pair_speedups(rows)
-    assert verdicts(rows, speedups, crossovers(rows, speedups)) == [
-        "with tiny, speculation stops paying off above batch ≈ 5.7"
-    ]
+
+def test_a_dip_that_breaks_the_curve_is_flagged() -> None:
+    # the measured case: x1.35, x0.93, x1.37 at batch 1, 2, 4, each known to +-0.05
+    dip = {
+        1: Estimate(1.35, 0.02, 4),
+        2: Estimate(0.93, 0.02, 4),
+        4: Estimate(1.37, 0.02, 4),
+        8: Estimate(1.1, 0.02, 4),
+    }
+    assert breaks_trend(dip) == [2]
+
+
+def test_a_bent_but_smooth_curve_and_a_noisy_wiggle_are_not_flagged() -> None:
+    assert breaks_trend({b: Estimate(s, 0.001, 4) for b, s in SPEEDUPS.items()}) == []
+    wiggle = {1: Estimate(1.30, 0.05, 4), 2: Estimate(1.26, 0.05, 4), 4: Estimate(1.29, 0.05, 4)}
+    assert breaks_trend(wiggle) == []
+
+
+def test_verdict_states_where_it_pays_and_loses_with_intervals() -> None:
+    speedups = {1: 2.0, 2: 1.5, 4: 1.13, 8: 0.98, 16: 0.49}
+    rows = sweep(speedups=speedups, rel_ci=0.02)
+    (line,) = verdicts(rows, apply(rows))
+    assert line.startswith("tiny pays up to batch 4 (×1.13 ± 0.")
+    assert "no measurable difference at batch 8" in line
+    assert "loses from batch 16 (×0.49 ± 0.0" in line
+    assert "; break-even between " in line and line.endswith("(95%)")
+
+
+def test_verdict_flags_the_unstable_point_instead_of_believing_it() -> None:
+    rows = sweep(speedups={1: 1.35, 2: 0.93, 4: 1.37}, rel_ci=0.01)
+    (line,) = verdicts(rows, apply(rows))
+    assert "unstable at batch 2: rerun or raise measure.windows" in line
+    assert line.startswith("tiny pays at batch 1, 4 (×1.35 ± 0.0")  # never "every measured batch"
+
+
+def test_verdict_without_intervals_says_so() -> None:
+    (line,) = verdicts(sweep(), apply(sweep()))
+    assert "no intervals: raise measure.windows" in line and "break-even ≈ 5.7" in line
+
+
+def test_repeats_pair_launch_by_launch() -> None:
+    rows = []
+    for repeat, drift in enumerate((1.0, 0.8, 0.9)):  # the machine slows down and recovers
+        rows += [row("none", 4, 100.0 * drift, rel_ci=0.01, repeat=repeat)]
+        rows += [row("tiny", 4, 150.0 * drift, rel_ci=0.01, repeat=repeat)]
+    (series,) = apply(rows).series
+    assert series.points[4.0].value == pytest.approx(1.5) and series.points[4.0].lo > 1.4
+
+
+def test_verdict_warns_where_the_load_client_may_be_the_bottleneck() -> None:
+    rows = sweep(rel_ci=0.02)
+    rows[4].metrics["client_cpu"] = 0.8  # the baseline at batch 16 kept the client busy
+    (line,) = verdicts(rows, apply(rows))
+    assert "the load client used 80% of a core at batch 16: it may be the bottleneck there" in line
+
+
+def test_a_point_stopped_while_warming_up_is_named_and_left_out_of_the_break_even() -> None:
+    rows = sweep(rel_ci=0.02)
+    rows[7].metrics["windows_settled"] = 0.0  # tiny at batch 4: a cap stopped it before it settled
+    analysis = apply(rows)
+    (line,) = verdicts(rows, analysis)
+    assert "unsettled at batch 4 (still warming up when a cap stopped it)" in line
+    assert analysis.series[0].unsettled == [4.0]
+    assert 2 < analysis.crossovers["crossover_batch.tiny"] < 8  # from batch 2 (x1.5) and 8 (x0.8) alone

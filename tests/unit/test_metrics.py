@@ -2,7 +2,7 @@
 
 import pytest
 
-from specexp.metrics import requests, stats
+from specexp.metrics import requests
 from specexp.records import Chunk, RequestRecord
 
 
@@ -56,13 +56,3 @@ def test_all_failed_has_no_rates() -> None:
     m = requests.compute([RequestRecord(0, send=0.0, end=1.0, error="boom")])
     assert m["requests_ok"] == 0 and "output_throughput" in m and m["output_throughput"] == 0.0
     assert "ttft_ms_mean" not in m
-
-
-def test_repeats_aggregate_means_counts_and_intervals() -> None:
-    out = stats.aggregate_repeats(
-        [{"output_throughput": 10.0, "requests_ok": 8}, {"output_throughput": 14.0, "requests_ok": 8}]
-    )
-    assert out["requests_ok"] == 16 and out["repeats"] == 2
-    assert out["output_throughput"] == pytest.approx(12.0)
-    # t(0.975, 1) * s / sqrt(2) with s = 2*sqrt(2)
-    assert out["output_throughput_ci95"] == pytest.approx(12.706 * 2.0)

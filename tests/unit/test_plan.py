@@ -25,3 +25,12 @@ def test_jobs_differing_only_in_batch_share_one_server(make_config) -> None:
     jobs = [["dry_run=true", "drafter=tiny", f"batch={b}"] for b in (1, 2, 16)]
     planned = plan(lambda o: make_config(*o), jobs, "s3")
     assert [p[1] for p in planned] == ["drafter=tiny"] * 3 and {p[-1] for p in planned} == {"max_batch=16"}
+
+
+def test_repeats_interleave_the_servers_in_rounds(make_config) -> None:
+    jobs = [["dry_run=true", "repeats=3", f"drafter={d}", f"batch={b}"] for d in ("none", "tiny") for b in (1, 4)]
+    planned = plan(lambda o: make_config(*o), jobs, "s4")
+    order = [(p[2], p[3], next((o for o in p if o.startswith("repeat=")), "repeat=0")) for p in planned]
+    rounds = [[o for o in order if o[2] == f"repeat={r}"] for r in range(3)]
+    assert order == rounds[0] + rounds[1] + rounds[2]  # A B, A B, A B: drift hits both arms
+    assert all([d for d, _, _ in r] == ["drafter=none"] * 2 + ["drafter=tiny"] * 2 for r in rounds)

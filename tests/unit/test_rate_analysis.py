@@ -41,8 +41,8 @@ def point(drafter: str, rate: float, ci: float | None = None) -> PointResult:
         "slo_attainment": ATTAINMENT[drafter][rate],
         "goodput": rate * ATTAINMENT[drafter][rate],
     }
-    if ci is not None:
-        metrics["slo_attainment_ci95"] = ci
+    if ci is not None:  # measured in five windows
+        metrics |= {"slo_attainment_ci95": ci, "decode_speed_mean_ci95": ci * speed, "windows": 5}
     return PointResult.from_params("ok", params, metrics=metrics)
 
 
@@ -52,7 +52,7 @@ def sweep(ci: float | None = None) -> list[PointResult]:
 
 def test_speculation_is_judged_per_stream_along_the_rate() -> None:
     rows = sweep()
-    _speedups, cross = apply(rows)
+    cross = apply(rows).crossovers
     assert rows[4].metrics["decode_speedup"] == pytest.approx(1.8)
     assert rows[4].metrics["speedup"] == pytest.approx(1.0)  # the same offered load: no throughput gain
     assert cross["crossover_rate.tiny"] == pytest.approx(2 ** (2 + 0.1 / 0.4))  # 1.1 at 4, 0.7 at 8
@@ -60,22 +60,21 @@ def test_speculation_is_judged_per_stream_along_the_rate() -> None:
 
 
 def test_the_highest_rate_within_the_slo_per_drafter_with_bounds() -> None:
-    _, cross = apply(sweep())
+    cross = apply(sweep()).crossovers
     assert cross["slo_max_rate.none"] == pytest.approx(2 ** (1 + 0.05 / 0.15))  # 0.95 at 2, 0.8 at 4
     assert cross["slo_max_rate.tiny"] == pytest.approx(2 ** (2 + 0.05 / 0.45))  # 0.95 at 4, 0.5 at 8
-    _, cross = apply(sweep(ci=0.03))
+    cross = apply(sweep(ci=0.03)).crossovers
     lo, mid, hi = cross["slo_max_rate.none_lo"], cross["slo_max_rate.none"], cross["slo_max_rate.none_hi"]
-    assert lo == pytest.approx(2 ** (1 + 0.02 / 0.15)) and lo < mid < hi
+    assert 2 < lo < mid < hi < 4  # 0.95 +- 0.03 at 2 req/s, 0.8 at 4: the crossing stays between them
 
 
 def test_verdict_names_the_sustained_rate_and_where_speculation_stops_paying() -> None:
     rows = sweep(ci=0.03)
-    speedups, cross = apply(rows)
-    assert verdicts(rows, speedups, cross) == [
-        "with none, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 2.5 (95% CI 2.2-2.9) req/s",
-        "with tiny, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 4.3 (95% CI 4.1-4.5) req/s",
-        "with tiny, speculation stops paying off above ≈ 4.8 req/s (per-stream decode speed vs drafter=none)",
-    ]
+    speed, none_slo, tiny_slo = verdicts(rows, apply(rows))
+    assert speed.startswith("tiny (per-stream decode speed) pays up to rate 4 req/s (×1.10 ± 0.0")
+    assert "loses from rate 8 req/s (×0.70 ± 0.0" in speed and "; break-even between 4." in speed
+    assert none_slo.startswith("with none, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 2.5 (95% CI 2.")
+    assert tiny_slo.startswith("with tiny, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 4.3 (95% CI 4.")
 
 
 def test_verdict_when_every_or_no_rate_meets_the_slo() -> None:
@@ -83,19 +82,18 @@ def test_verdict_when_every_or_no_rate_meets_the_slo() -> None:
     for p in rows:
         if p.drafter == "none":
             p.metrics["slo_attainment"] = 0.5
-    speedups, cross = apply(rows)
-    lines = verdicts(rows, speedups, cross)
+    lines = verdicts(rows, apply(rows))
     assert (
         "with none, fewer than 90% of requests meet the SLO (TTFT ≤ 500 ms) already at 1 req/s (attainment 50%)"
         in lines
     )
     assert "with tiny, 90% of requests meet the SLO (TTFT ≤ 500 ms) at every measured rate (up to 2 req/s)" in lines
-    assert "with tiny, speculation wins at every measured rate (1-2 req/s; stream speedup 1.40x-1.80x)" in lines
+    assert "tiny (per-stream decode speed) pays at every measured rate 1-2 req/s (×1.80 to ×1.40)" in lines[0]
 
 
 def test_figures_put_the_rate_on_the_x_axis() -> None:
     rows = sweep()
-    _, cross = apply(rows)
+    cross = apply(rows).crossovers
     specs = {f.name: f for f in figures(rows, cross)}
     assert {"request_rate", "goodput", "slo_attainment", "decode_speedup"} <= set(specs)
     assert specs["output_throughput"].xlabel == "request rate (req/s)"
