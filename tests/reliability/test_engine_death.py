@@ -25,7 +25,7 @@ def test_engine_killed_mid_window_is_named_and_partial_records_are_kept(ws) -> N
     assert proc.returncode == 1, out[-3000:]
     results = json.loads((folder / "results.json").read_text())
     assert results["status"] == "failed"
-    assert "server exited with code -9" in results["error"] and "during the measured window" in results["error"]
+    assert "server exited with code -9 (SIGKILL) during a measured window" in results["error"]
     assert "log tail" in results["error"] and "starting on http://" in results["error"]
     records = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
     assert any(r["error"] is None and r["chunks"] for r in records), "the requests finished before the kill are lost"
