@@ -8,8 +8,8 @@ analysis the sweep ran). Three figures per setting:
 
 - agree: the most runs whose 95% break-even intervals share a batch (goal: 9 of 10);
 - pairs: the share of pairs of runs whose intervals overlap;
-- bounded: the runs whose interval has at least one finite end (an interval open on both ends
-  agrees with anything and says nothing).
+- informative: the runs whose interval is not (-inf, +inf), which agrees with anything and says
+  nothing ("+inf, +inf": speculation pays at every measured batch, is a definite answer).
 
 An interval may be open ("break-even above 12": +inf) when in more than 2.5% of its draws speculation
 paid at every batch; open ends overlap like any other. Figures only, not a test.
@@ -110,11 +110,11 @@ def main() -> None:
         agree = most_agreeing(intervals)
         hit, pairs = overlapping_pairs(intervals)
         estimates = [o.crossover for o in outcomes if o.crossover is not None]
-        bounded = sum(math.isfinite(lo) or math.isfinite(hi) for lo, hi in intervals)
+        informative = sum((lo, hi) != (-math.inf, math.inf) for lo, hi in intervals)
         spread = f"{min(estimates):.1f}-{max(estimates):.1f}" if estimates else "-"
         summary.append(
             f"{name:8s} n={args.n}: {agree} of {args.n} intervals share a batch; {hit} of {pairs} pairs overlap; "
-            f"{bounded} of {args.n} bounded; "
+            f"{informative} of {args.n} informative; "
             f"point estimates {spread}; {sum(o.seconds for o in outcomes) / len(outcomes):.0f} s per sweep"
         )
     print("\n" + "\n".join(summary))
