@@ -37,6 +37,7 @@ def test_a_vllm_chat_point_sees_the_same_prompts_as_the_reference_engine(specexp
     assert results["status"] == "ok" and results["params"]["workload.api"] == "chat"
     assert m["requests_ok"] == 4 and m["spec_draft_tokens"] > 0 and m["accept_length"] > 1
     assert results["tags"]["specexp.token_source"] == "usage" and all(r["token_ids"] for r in records)
+    (vllm.workdir / "run").rename(tmp_path / "run-vllm")  # a run folder is never written over
     reference = specexp("engine=torch", "drafter=tiny", *CHAT)
     assert reference.proc.returncode == 0, reference.proc.stderr[-4000:]
     _, ref_records = measured(reference.workdir / "run")
