@@ -63,10 +63,15 @@ class EngineConfig:
     # Concurrency the server must admit; None: the largest batch (or load.max_concurrency) of this
     # server's sweep.
     max_running_requests: int | None = None
+    # GPUs one server takes (what a cluster job asks for); None: the engine's count from the model's
+    # parallelism (model.tp x data-parallel replicas; 0 for an engine on CPU).
+    gpus: int | None = None
     # False for an endpoint specexp does not launch: it has no limit for specexp to size.
     launches_server: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
+        if self.gpus is not None and self.gpus < 0:
+            raise ConfigError("engine.gpus", f"{self.gpus} < 0", "use 0 (CPU), a GPU count, or null")
         if self.startup_timeout_s <= 0:
             raise ConfigError("engine.startup_timeout_s", "must be > 0", "give a positive number of seconds")
         if self.port is not None and not 0 < self.port < 65536:
@@ -79,6 +84,10 @@ class EngineConfig:
 
     def check(self, cfg: Config) -> None:
         """Engine-specific rules over the whole composed config; raise ConfigError."""
+
+    def default_gpus(self, cfg: Config) -> int:
+        """GPUs a server takes when engine.gpus is null: one per tensor-parallel rank."""
+        return cfg.model.tp
 
 
 @dataclass
@@ -489,6 +498,11 @@ class Config:
     @property
     def capacity_needed(self) -> int | None:
         return self.max_batch or self.concurrency
+
+    @property
+    def gpus(self) -> int:
+        """GPUs this point's server takes: engine.gpus, else what the engine derives from the model."""
+        return self.engine.gpus if self.engine.gpus is not None else self.engine.default_gpus(self)
 
     @property
     def capacity(self) -> int:

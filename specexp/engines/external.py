@@ -35,6 +35,9 @@ class ExternalEngineConfig(EngineConfig):
     startup_timeout_s: float = 30.0
     launches_server: ClassVar[bool] = False
 
+    def default_gpus(self, cfg: Config) -> int:
+        return 0  # nothing is launched here
+
     def check(self, cfg: Config) -> None:
         if not self.url.startswith(("http://", "https://")):
             raise ConfigError("engine.url", f"{self.url!r} is not an http(s) URL", "set engine.url=http://host:port")

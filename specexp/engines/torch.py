@@ -29,6 +29,9 @@ class TorchEngineConfig(EngineConfig):
     seed: int = 0
     startup_timeout_s: float = 180.0
 
+    def default_gpus(self, cfg: Config) -> int:
+        return 0 if self.device == "cpu" else 1
+
     def check(self, cfg: Config) -> None:
         d = cfg.drafter
         if d.method not in _METHODS:

@@ -105,6 +105,9 @@ class SglangEngineConfig(EngineConfig):
         if self.cuda_graph_max_bs is not None and self.cuda_graph_max_bs < 1:
             raise ConfigError("engine.cuda_graph_max_bs", f"{self.cuda_graph_max_bs} < 1", "use null or a batch size")
 
+    def default_gpus(self, cfg: Config) -> int:
+        return cfg.model.tp * self.dp_size  # --dp-size replicas of a model.tp group each
+
     def check(self, cfg: Config) -> None:
         d = cfg.drafter
         if d.speculative and d.method not in ALGORITHMS:
