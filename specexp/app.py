@@ -1,7 +1,8 @@
 """The Hydra task: compose → validate → run one point → return its results.
 
 Under a multirun, specexp's sweeper (hydra/sweeper=specexp, the default) has already validated and
-ordered every job; here each job only measures its own point.
+ordered every point and launches one job per server group: such a job runs its group's points in
+order (specexp.sweep.runner) and returns their results.
 """
 
 from __future__ import annotations
@@ -20,26 +21,27 @@ from specexp.config import Config, ConfigError
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.console import console, invalid_config_exits, points_table
 from specexp.report.summary import summary_rows
-from specexp.result import PointResult
+from specexp.sweep import runner
 from specexp.tracking import SYNC_HINT, TRACKING_FAILED
 
 register()
 help.register_resolvers()
 
 
-def task(raw: DictConfig) -> dict[str, Any]:
+def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
     hc = HydraConfig.get()
     single = hc.mode == RunMode.RUN
     job_dir = Path(hc.runtime.output_dir)
+    if not single and runner.is_group(job_dir):
+        return [r.to_json() for r in runner.run_group(job_dir)]
     if single:
         with invalid_config_exits():
             cfg = to_config(raw)
             check_single_run(cfg, job_dir)
-    else:  # the sweeper validated every job before launching any
+    else:  # another sweeper's job
         cfg = to_config(raw)
     if cfg.dry_run:
-        print(point.dry_run_text(cfg), flush=True)
-        return PointResult.from_params("dry_run", point.flat_params(raw)).to_json()
+        return point.show(cfg, raw).to_json()
     result = point.run(cfg, raw, job_dir, hc.job.num if not single else 0)
     if single:
         server.stop()

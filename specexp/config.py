@@ -546,5 +546,6 @@ class SweeperConf(TuneConf):
 
     _target_: str = "hydra_plugins.specexp_sweepers.SpecexpSweeper"
     mode: str = "grid"
+    # Server groups running at once under a launcher that runs jobs side by side (submitit); None: all.
     max_batch_size: int | None = None
     params: dict[str, str] = field(default_factory=dict)

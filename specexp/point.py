@@ -98,6 +98,12 @@ def dry_run_text(cfg: Config) -> str:
     return json.dumps(secrets.scrub_data(shown), indent=2)
 
 
+def show(cfg: Config, raw: DictConfig) -> PointResult:
+    """A dry run: the server the point would start, printed; nothing is started or written."""
+    print(dry_run_text(cfg), flush=True)
+    return PointResult.from_params("dry_run", flat_params(raw))
+
+
 def flat_params(raw: DictConfig) -> dict[str, Any]:
     """The resolved config as dotted keys, secret values masked (ordinary settings never are)."""
     flat: dict[str, Any] = {}
@@ -297,6 +303,8 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         "specexp.drafter": cfg.drafter.name,
         "specexp.workload_synthetic": str(cfg.workload.synthetic).lower(),
     }
+    if "CUDA_VISIBLE_DEVICES" in os.environ:  # the GPUs its server was given (a group's slice of a node)
+        result.tags["specexp.cuda_visible_devices"] = os.environ["CUDA_VISIBLE_DEVICES"]
     if cfg.workload.synthetic and cfg.drafter.speculative:
         warn_synthetic(cfg.workload.name)
     config = OmegaConf.to_container(raw, resolve=True)

@@ -1,6 +1,13 @@
 """The skeleton every specexp sweep runs on: compose and plan jobs, launch them through Hydra's
-launcher, and record the sweep (id, folder, parent run, summary) after every point and whatever way
-it ends.
+launcher as server groups, and record the sweep (id, folder, parent run, summary) after every point
+and whatever way it ends.
+
+One launcher job per server group, whatever the launcher. With the basic launcher the groups follow
+each other in this process, one server launch each, and the job reports each point as it ends, so
+the record follows every point. With a launcher that runs jobs elsewhere (submitit_local,
+submitit_slurm) the groups run side by side: a thread here per group waits for its job, so one group
+that fails or is killed ends only itself, and the record follows every group; on this node the GPUs
+are dealt out in disjoint slices (specexp.sweep.resources). Either way results come back in plan order.
 
 Not a BasicSweeper subclass: Hydra's plugin scan re-executes that module, which breaks its
 ``super()`` calls in subclasses.
@@ -8,14 +15,18 @@ Not a BasicSweeper subclass: Hydra's plugin scan re-executes that module, which 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+import copy
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hydra._internal.core_plugins.basic_launcher import BasicLauncher
 from hydra.core.plugins import Plugins
-from hydra.core.utils import JobReturn, JobStatus
+from hydra.core.utils import JobReturn
+from hydra.plugins.launcher import Launcher
 from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
@@ -26,19 +37,12 @@ from specexp.configstore import run_id, to_config
 from specexp.console import console, invalid_config_exits
 from specexp.point import flat_params
 from specexp.result import PointResult
-from specexp.sweep import folder, plan
+from specexp.sweep import folder, plan, resources, runner
+from specexp.sweep.groups import Group, collect, form_groups, next_group, so_far
+from specexp.sweep.plan import Job
 from specexp.sweep.recorder import SweepRecorder
 
-
-def point_results(returns: Sequence[JobReturn]) -> list[PointResult]:
-    """Each job's result; a job that raised becomes a failed point carrying the exception."""
-    out = []
-    for r in returns:
-        if r.status == JobStatus.COMPLETED and isinstance(r.return_value, dict):
-            out.append(PointResult.from_json(r.return_value))
-        else:
-            out.append(PointResult(status="failed", error=str(r._return_value)))
-    return out
+Outcome = JobReturn | BaseException  # what a group's launch gave: the job's return, or why it has none
 
 
 @dataclass
@@ -46,7 +50,7 @@ class SweepRun:
     """A sweep in progress: what its points returned, and what a sweeper adds to its summary.
 
     A resumed sweep starts with the results already in its folder (``earlier``) and numbers its new
-    jobs after them (``next_job``)."""
+    points and server groups after them (``next_job``, ``groups``)."""
 
     sweep_id: str
     sweep_dir: Path
@@ -59,58 +63,167 @@ class SweepRun:
     params: dict[str, str] = field(default_factory=dict)  # swept axes and the fixed configuration
     settings: list[str] = field(default_factory=list)  # keys shown as table columns (a study's tuned ones)
     earlier: list[PointResult] = field(default_factory=list)
-    next_job: int = 0
-    running: list[int] = field(default_factory=list)  # job numbers launched and not yet returned
+    next_job: int = 0  # the next point's number (its folder)
+    groups: int = 0  # the next server group's number (its folder under groups/)
+    pending: list[PointResult] = field(default_factory=list)  # back from the launch in progress so far
     recorder: SweepRecorder | None = None
 
-    def points(self) -> list[PointResult]:
-        """Every point of the sweep, earlier invocations' included, a failed attempt replaced by a rerun."""
-        return folder.current([*self.earlier, *self.results])
+    def points(self, live: Sequence[PointResult] = ()) -> list[PointResult]:
+        """Every point of the sweep, earlier invocations', the launch in progress and ``live`` ones (a
+        group's points as they end) included, a failed attempt replaced by a rerun."""
+        return folder.current([*self.earlier, *self.results, *self.pending, *live])
 
-    def collect_running(self) -> None:
-        """Results of jobs cut short (an interrupt inside the launcher) from their folders on disk."""
-        for number in self.running:
-            path = self.sweep_dir / str(number) / folder.RESULTS
-            if path.is_file():
-                self.results.append(PointResult.from_json(json.loads(path.read_text())))
-        self.running = []
+    def update(self, live: Sequence[PointResult] = ()) -> None:
+        if self.recorder is not None:
+            self.recorder.update(self.points(live))
 
 
 class LaunchingSweeper(Sweeper):
     """Hydra's context, the config and the launcher, and the sweep skeleton both modes share."""
 
+    max_batch_size: int | None = None  # server groups at once under a parallel launcher; None: all
+
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.hydra_context = hydra_context
+        self.task_function = task_function
         self.config = config
-        self.launcher = Plugins.instance().instantiate_launcher(
-            hydra_context=hydra_context, task_function=task_function, config=config
+        self.launcher = self._instantiate(config)
+        self._launchers: dict[int | None, Launcher] = {}
+        self._devices: list[str] | None = None
+
+    def _instantiate(self, config: DictConfig) -> Launcher:
+        return Plugins.instance().instantiate_launcher(
+            hydra_context=self.hydra_context, task_function=self.task_function, config=config
         )
 
+    def task_config(self, overrides: Sequence[str]) -> DictConfig:
+        """A job's composed config without its ``hydra`` node, as its task sees it."""
+        cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        with open_dict(cfg):
+            del cfg["hydra"]
+        return cfg
+
     def compose(self, overrides: Sequence[str]) -> Config:
-        return to_config(self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides)))
+        return to_config(self.task_config(overrides))
 
-    def plan(self, jobs: list[list[str]], sweep_id: str, names: list[str] | None = None) -> list[list[str]]:
-        return plan.plan(self.compose, jobs, sweep_id, names)
+    def settings(self, overrides: Sequence[str]) -> dict[str, Any]:
+        """A job's settings as dotted keys, as its results carry them."""
+        return flat_params(self.task_config(overrides))
 
-    def launch(self, run: SweepRun, jobs: list[list[str]]) -> list[PointResult]:
-        """Run jobs through Hydra's launcher, numbered after every job the folder holds; their results
-        join the sweep's. Jobs that run one after another in this process anyway (the basic launcher)
-        are launched one by one, so the sweep's record follows every point."""
-        step = 1 if isinstance(self.launcher, BasicLauncher) else max(len(jobs), 1)
-        results = []
-        for i in range(0, len(jobs), step):
-            chunk = jobs[i : i + step]
-            run.running = list(range(run.next_job, run.next_job + len(chunk)))
-            run.next_job += len(chunk)
-            returns = self.launcher.launch(chunk, initial_job_idx=run.running[0])
-            run.running = []
-            run.returns += returns
-            got = point_results(returns)
-            results += got
-            run.results += got
-            if run.recorder is not None:
-                run.recorder.update(run.points())
+    @property
+    def parallel(self) -> bool:
+        """Jobs run elsewhere, side by side (not in this process, one after another)."""
+        return not isinstance(self.launcher, BasicLauncher)
+
+    def node_devices(self) -> list[str] | None:
+        """GPUs specexp deals out to groups side by side on this node; None where it deals none."""
+        if not (self.parallel and resources.same_node(self.config.hydra.launcher)):
+            return None
+        if self._devices is None:
+            self._devices = resources.node_devices()
+        return self._devices
+
+    def plan(self, jobs: list[list[str]], sweep_id: str, names: list[str] | None = None) -> list[Job]:
+        planned = plan.plan(self.compose, jobs, sweep_id, names)
+        if self.parallel:
+            resources.check_parallel(plan.by_server(planned), self.node_devices())
+        return planned
+
+    def launch(self, run: SweepRun, jobs: list[Job]) -> list[PointResult]:
+        """Run planned jobs as server groups, their points numbered after every job the folder holds;
+        their results join the sweep's in plan order, and the record follows each group (each point
+        under the basic launcher). After an interrupt, so do the points that groups still running
+        have finished so far."""
+        groups = form_groups(jobs, run.next_job, run.groups)
+        run.next_job += len(jobs)
+        run.groups += len(groups)
+        done: dict[int, list[PointResult]] = {}
+
+        def in_order() -> list[PointResult]:
+            return [r for i in sorted(done) for r in done[i]]
+
+        try:
+            for i, outcome in self._dispatch(run, groups):
+                if isinstance(outcome, JobReturn):
+                    run.returns.append(outcome)
+                done[i] = collect(groups[i], run.sweep_dir, outcome, self.settings)
+                run.pending = in_order()
+                run.update()
+        finally:  # an interrupt: what the groups not yet back have left so far (their jobs may go on)
+            for i, group in enumerate(groups):
+                if i not in done:
+                    done[i] = so_far(group, run.sweep_dir, self.settings, "the sweep was interrupted first")
+            results = in_order()
+            run.results += results
+            run.pending = []
         return results
+
+    def launcher_for(self, gpus: int) -> Launcher:
+        """The launcher for a group's job, from the config as it is now (a resumed sweep's folder), asking
+        a scheduler for the group's GPUs where it takes a request."""
+        wanted = resources.gpu_request(self.config.hydra.launcher, gpus) if self.parallel else None
+        if wanted not in self._launchers:
+            config = copy.deepcopy(self.config)
+            if wanted is not None:
+                with open_dict(config):
+                    config.hydra.launcher.gpus_per_node = wanted
+            self._launchers[wanted] = self._instantiate(config)
+        return self._launchers[wanted]
+
+    def _launch_group(self, group: Group, sweep_dir: Path) -> JobReturn:
+        group.save(sweep_dir)
+        return self.launcher_for(group.gpus).launch([group.job_overrides()], initial_job_idx=group.index)[0]
+
+    def _dispatch(self, run: SweepRun, groups: list[Group]) -> Iterator[tuple[int, Outcome]]:
+        """Each group's outcome as it ends: one after another in this process, else side by side."""
+        for gpus in {g.gpus for g in groups}:
+            self.launcher_for(gpus)  # built here, not in the threads
+        if self.parallel:
+            yield from self._side_by_side(groups, run.sweep_dir)
+            return
+        for i, group in enumerate(groups):
+            live: list[PointResult] = []
+
+            def point_ended(result: PointResult, live: list[PointResult] = live) -> None:
+                live.append(result)
+                run.update(live)
+
+            try:
+                with runner.reporting(point_ended):
+                    outcome: Outcome = self._launch_group(group, run.sweep_dir)
+            except Exception as exc:  # the launcher itself failed: this group has no job
+                outcome = exc
+            yield i, outcome
+
+    def _side_by_side(self, groups: list[Group], sweep_dir: Path) -> Iterator[tuple[int, Outcome]]:
+        """Groups started in order, each as soon as a slot (max_batch_size) and its GPUs are free,
+        each waited for by a thread of its own."""
+        devices = self.node_devices()
+        pool = resources.DevicePool(devices) if devices is not None else None
+        slots = threading.Semaphore(self.max_batch_size or len(groups))
+        ended: queue.Queue[tuple[int, Outcome]] = queue.Queue()
+
+        def wait_for(i: int, group: Group) -> None:
+            try:
+                outcome: Outcome = self._launch_group(group, sweep_dir)
+            except BaseException as exc:  # a job that failed, was killed or cancelled
+                outcome = exc
+            finally:
+                if pool is not None and group.devices is not None:
+                    pool.give(group.devices)
+                slots.release()
+            ended.put((i, outcome))
+
+        def start_in_order() -> None:
+            for i, group in enumerate(groups):
+                slots.acquire()
+                if pool is not None:
+                    group.devices = pool.take(group.gpus)
+                threading.Thread(target=wait_for, args=(i, group), daemon=True, name=f"group-{group.index}").start()
+
+        threading.Thread(target=start_in_order, daemon=True, name="groups").start()
+        for _ in groups:
+            yield ended.get()
 
     def new_run(self) -> SweepRun:
         """The sweep's folder and id: a new one, or (``resume=``, or a folder holding a sweep already)
@@ -126,7 +239,12 @@ class LaunchingSweeper(Sweeper):
         with read_write(self.config), open_dict(self.config):
             self.config.hydra.sweep.dir = str(sweep_dir)
             self.config.hydra.overrides.hydra.append(f"hydra.sweep.dir={quoted}")
-        run = SweepRun(record["sweep_id"] if record else run_id(), sweep_dir, next_job=folder.next_job(sweep_dir))
+        run = SweepRun(
+            record["sweep_id"] if record else run_id(),
+            sweep_dir,
+            next_job=folder.next_job(sweep_dir),
+            groups=next_group(sweep_dir),
+        )
         if record is not None:
             run.earlier = list(folder.job_results(sweep_dir).values())
             done = sum(r.ok for r in folder.current(run.earlier))
@@ -138,21 +256,14 @@ class LaunchingSweeper(Sweeper):
         """The command line's overrides for the jobs: ``resume`` belongs to the sweep, not its points."""
         return [a for a in arguments if not a.lstrip("+").startswith("resume=")]
 
-    def remaining(self, run: SweepRun, jobs: list[list[str]]) -> list[list[str]]:
+    def remaining(self, run: SweepRun, jobs: list[Job]) -> list[Job]:
         """The planned jobs whose point has not finished ok in this sweep yet (all, for a new sweep)."""
         done = {folder.point_key(r.params) for r in run.earlier if r.ok}
         if not done:
             return jobs
-        loader = self.hydra_context.config_loader
-        keys = []
-        for job in jobs:
-            raw = loader.load_sweep_config(self.config, list(job))
-            with open_dict(raw):
-                raw.pop("hydra", None)
-            keys.append(folder.point_key(flat_params(raw)))
-        return [job for job, key in zip(jobs, keys, strict=True) if key not in done]
+        return [job for job in jobs if folder.point_key(self.settings(job.overrides)) not in done]
 
-    def checked_plan(self, jobs: list[list[str]], sweep_id: str) -> list[list[str]]:
+    def checked_plan(self, jobs: list[list[str]], sweep_id: str) -> list[Job]:
         """``plan``, with an invalid job ending the sweep before any server starts (exit 2)."""
         with invalid_config_exits():
             return self.plan(jobs, sweep_id)
@@ -188,7 +299,6 @@ class LaunchingSweeper(Sweeper):
             interrupted = False
         finally:
             server.stop()
-            run.collect_running()
             if run.recorder is not None:
                 extra_metrics, extra_files, answer = run.summarize() if run.summarize else ({}, [], [])
                 run.recorder.finish(run.points(), interrupted, extra_metrics, extra_files, answer)

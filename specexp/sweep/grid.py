@@ -23,25 +23,17 @@ def expand(sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[st
     return [job for chunk in BasicSweeper.split_arguments(overrides, None) for job in chunk]
 
 
-def run_grid(
-    sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[str], max_batch_size: int | None
-) -> SweepRun:
-    """Plan, skip what a resumed sweep finished already, launch in chunks of ``max_batch_size`` jobs,
-    record; SweepFailed when a point failed (1) or did not reach MLflow (3)."""
+def run_grid(sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[str]) -> SweepRun:
+    """Plan, skip what a resumed sweep finished already, launch as server groups, record; SweepFailed
+    when a point failed (1) or did not reach MLflow (3)."""
     run = sweeper.new_run()
     with invalid_config_exits():
         wanted = with_baselines(sweeper, expand(sweeper, params, sweeper.job_arguments(arguments)))
         planned = sweeper.plan(wanted, run.sweep_id)
     jobs = sweeper.remaining(run, planned)
-    first, what = sweeper.compose(planned[0]), swept(wanted)
+    first, what = sweeper.compose(planned[0].overrides), swept(wanted)
     run.name, run.params = sweep_name(first, what), sweep_params(first, what)
-    size = max_batch_size or max(len(jobs), 1)
-
-    def body(run: SweepRun) -> None:
-        for start in range(0, len(jobs), size):
-            sweeper.launch(run, jobs[start : start + size])
-
-    sweeper.record(run, first, body)
+    sweeper.record(run, first, lambda run: sweeper.launch(run, jobs))
     if any(r.status not in ("ok", "dry_run") for r in run.points()):
         raise SweepFailed(1)
     if run.recorder is not None and run.recorder.untracked:

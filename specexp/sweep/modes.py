@@ -27,4 +27,4 @@ class OrderedSweeper(LaunchingSweeper):
             with invalid_config_exits():
                 tuner = Tuner(self, self.tune, self.params)
             return tuner.sweep(arguments)
-        return [run_grid(self, self.params, arguments, self.max_batch_size).returns]
+        return [run_grid(self, self.params, arguments).returns]

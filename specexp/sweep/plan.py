@@ -10,6 +10,9 @@ nothing: its server is sized by engine.max_running_requests.
 With ``repeats > 1`` the server groups run in rounds, A B A B ..., each round a fresh launch of
 every server, so slow drift of the machine hits every arm alike; each job is told its round
 (``repeat``), and the order is the jobs' order (summary.csv lists them so).
+
+Each run of jobs on one server launch is a server group: the unit a launcher runs as one job
+(specexp.sweep.groups).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from specexp.sweep.names import axes, override, point_names
 class Job:
     overrides: list[str]
     cfg: Config
-    group: str
+    group: str  # its server launch: the server key (and the round, when the point is repeated)
     name: str  # its run's name in MLflow
 
 
@@ -64,7 +67,7 @@ def interleave(jobs: Sequence[Job]) -> list[tuple[Job, int]]:
 
 def plan(
     compose: Callable[[list[str]], Config], jobs: list[list[str]], sweep_id: str, names: list[str] | None = None
-) -> list[list[str]]:
+) -> list[Job]:
     """Jobs ordered by server (in rounds, with repeats), each with ``sweep_id``, its server's
     ``max_batch``, its run's name (``names``; default: the overrides that vary between jobs) and its
     round (``repeat``, from the second on) appended. Before anything starts, every job's files are
@@ -94,6 +97,21 @@ def plan(
                 checks.check_port(first.cfg)
     sized = {g: [] if m is None else [f"max_batch={m}"] for g, m in group_max.items()}
     return [
-        [*_named(j, r), f"sweep_id={sweep_id}", *sized[j.group], *([f"repeat={r}"] if r else [])]
+        replace(
+            j,
+            overrides=[*_named(j, r), f"sweep_id={sweep_id}", *sized[j.group], *([f"repeat={r}"] if r else [])],
+            group=f"{j.group}/launch{r}" if j.cfg.repeats > 1 else j.group,
+        )
         for j, r in interleave(planned)
     ]
+
+
+def by_server(jobs: Sequence[Job]) -> list[list[Job]]:
+    """Planned jobs cut into server groups: each run of consecutive jobs on one server launch."""
+    groups: list[list[Job]] = []
+    for job in jobs:
+        if groups and groups[-1][0].group == job.group:
+            groups[-1].append(job)
+        else:
+            groups.append([job])
+    return groups

@@ -67,7 +67,7 @@ def test_a_rate_sweep_sizes_each_server_to_its_largest_cap(make_config) -> None:
         for d in ("none", "tiny")
         for r, c in ((1, 2), (8, 16))
     ]
-    planned = plan(lambda o: make_config(*o), jobs, "s")
+    planned = [j.overrides for j in plan(lambda o: make_config(*o), jobs, "s")]
     assert [p[-1] for p in planned] == ["max_batch=16"] * 4  # two servers, each for caps 2 and 16
     cfg = make_config(*planned[0])
     assert cfg.capacity == 16 and cfg.capacity_source == "the largest load.max_concurrency of this server's jobs"
@@ -75,6 +75,6 @@ def test_a_rate_sweep_sizes_each_server_to_its_largest_cap(make_config) -> None:
 
 def test_an_uncapped_rate_sweep_keeps_the_configured_limit(make_config) -> None:
     jobs = [["dry_run=true", "load=rate", f"rate={r}", "engine.max_running_requests=24"] for r in (1, 2)]
-    planned = plan(lambda o: make_config(*o), jobs, "s")
+    planned = [j.overrides for j in plan(lambda o: make_config(*o), jobs, "s")]
     assert [p[-1] for p in planned] == ["sweep_id=s"] * 2  # no max_batch: nothing to size from
     assert {make_config(*p).capacity for p in planned} == {24}

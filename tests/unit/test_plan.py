@@ -1,12 +1,12 @@
 """Planning a sweep: jobs grouped by server key in order of first appearance, sized to their server."""
 
-from specexp.sweep.plan import plan
+from specexp.sweep.plan import by_server, plan
 
 
 def test_jobs_are_grouped_by_server_whatever_the_override_order(make_config) -> None:
     # Hydra varies the last override fastest: batch=1,4 drafter=none,tiny alternates drafters.
     jobs = [["dry_run=true", f"batch={b}", f"drafter={d}"] for b in (1, 4) for d in ("none", "tiny")]
-    planned = plan(lambda o: make_config(*o), jobs, "s1")
+    planned = [j.overrides for j in plan(lambda o: make_config(*o), jobs, "s1")]
     drafters = [next(o for o in p if o.startswith("drafter=")) for p in planned]
     assert drafters == ["drafter=none", "drafter=none", "drafter=tiny", "drafter=tiny"]
     assert [p[1] for p in planned] == ["batch=1", "batch=4", "batch=1", "batch=4"]  # command-line order kept
@@ -17,20 +17,30 @@ def test_jobs_are_grouped_by_server_whatever_the_override_order(make_config) -> 
 
 def test_each_server_is_sized_to_its_own_largest_batch(make_config) -> None:
     jobs = [["dry_run=true", "drafter=none", "batch=2"], ["dry_run=true", "drafter=tiny", "batch=8"]]
-    planned = plan(lambda o: make_config(*o), jobs, "s2")
+    planned = [j.overrides for j in plan(lambda o: make_config(*o), jobs, "s2")]
     assert [p[-1] for p in planned] == ["max_batch=2", "max_batch=8"]
 
 
 def test_jobs_differing_only_in_batch_share_one_server(make_config) -> None:
     jobs = [["dry_run=true", "drafter=tiny", f"batch={b}"] for b in (1, 2, 16)]
-    planned = plan(lambda o: make_config(*o), jobs, "s3")
+    planned = [j.overrides for j in plan(lambda o: make_config(*o), jobs, "s3")]
     assert [p[1] for p in planned] == ["drafter=tiny"] * 3 and {p[-1] for p in planned} == {"max_batch=16"}
 
 
 def test_repeats_interleave_the_servers_in_rounds(make_config) -> None:
     jobs = [["dry_run=true", "repeats=3", f"drafter={d}", f"batch={b}"] for d in ("none", "tiny") for b in (1, 4)]
-    planned = plan(lambda o: make_config(*o), jobs, "s4")
+    planned = [j.overrides for j in plan(lambda o: make_config(*o), jobs, "s4")]
     order = [(p[2], p[3], next((o for o in p if o.startswith("repeat=")), "repeat=0")) for p in planned]
     rounds = [[o for o in order if o[2] == f"repeat={r}"] for r in range(3)]
     assert order == rounds[0] + rounds[1] + rounds[2]  # A B, A B, A B: drift hits both arms
     assert all([d for d, _, _ in r] == ["drafter=none"] * 2 + ["drafter=tiny"] * 2 for r in rounds)
+
+
+def test_each_server_launch_is_one_group_in_plan_order(make_config) -> None:
+    jobs = [["dry_run=true", f"batch={b}", f"drafter={d}"] for b in (1, 4) for d in ("none", "tiny")]
+    groups = by_server(plan(lambda o: make_config(*o), jobs, "s5"))
+    assert [[j.cfg.drafter.name for j in g] for g in groups] == [["none", "none"], ["tiny", "tiny"]]
+    assert [[j.cfg.batch for j in g] for g in groups] == [[1, 4], [1, 4]]
+    repeated = [["dry_run=true", "repeats=2", "drafter=none", f"batch={b}"] for b in (1, 4)]
+    rounds = by_server(plan(lambda o: make_config(*o), repeated, "s6"))
+    assert [len(g) for g in rounds] == [2, 2]  # each round a fresh launch: a group of its own

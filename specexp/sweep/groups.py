@@ -1,0 +1,125 @@
+"""A server group: the points of one server key, run in order by one launcher job with one server launch.
+
+The sweeper writes each group's manifest (``<sweep>/groups/<index>/group.json``, also the group job's
+Hydra folder) before launching it; the job (specexp.sweep.runner) reads it and measures the points
+into ``<sweep>/<num>/``, their numbers in the sweep, so a sweep folder looks the same whatever the
+launcher. What comes back is each point's result: from the job's return, else from its folder, and a
+point the job never finished is recorded as interrupted so that a resume measures it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus
+
+from specexp.result import PointResult
+from specexp.sweep.folder import RESULTS
+from specexp.sweep.plan import Job, by_server
+
+log = logging.getLogger("specexp")
+
+MANIFEST = "group.json"
+ATTEMPTS = "attempts.jsonl"  # each run of the group's job: where, when, how it ended (specexp.sweep.runner)
+
+
+@dataclass
+class Point:
+    num: int  # its number in the sweep: its folder <sweep>/<num> and its prompt stream
+    overrides: list[str]
+
+
+@dataclass
+class Group:
+    index: int  # the group's launcher job number (hydra.job.num), its folder <sweep>/groups/<index>
+    key: str  # the server key its points share
+    gpus: int  # GPUs its server takes
+    points: list[Point] = field(default_factory=list)
+    # CUDA_VISIBLE_DEVICES for its server, dealt by the sweeper when groups share this node; None: the
+    # job's own (a scheduler's allocation, or the whole node when groups run one at a time)
+    devices: list[str] | None = None
+
+    @staticmethod
+    def folder(sweep_dir: Path, index: int) -> Path:
+        return sweep_dir / "groups" / str(index)
+
+    def job_overrides(self) -> list[str]:
+        """The launcher job: composed as the group's first point, in the group's own folder."""
+        return [*self.points[0].overrides, f"hydra.sweep.subdir=groups/{self.index}"]
+
+    def save(self, sweep_dir: Path) -> None:
+        folder = self.folder(sweep_dir, self.index)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / MANIFEST).write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, job_dir: Path) -> Group:
+        data = json.loads((job_dir / MANIFEST).read_text())
+        return cls(**{**data, "points": [Point(**p) for p in data["points"]]})
+
+
+def next_group(sweep_dir: Path) -> int:
+    """The first group number no folder under ``groups/`` uses yet (a resumed sweep goes on from it)."""
+    root = sweep_dir / "groups"
+    numbers = [int(p.name) for p in root.iterdir() if p.name.isdigit()] if root.is_dir() else []
+    return max(numbers, default=-1) + 1
+
+
+def form_groups(jobs: Sequence[Job], first_point: int, first_group: int) -> list[Group]:
+    """Planned jobs as numbered server groups, points numbered on from ``first_point``."""
+    groups, num = [], first_point
+    for index, members in enumerate(by_server(jobs), start=first_group):
+        group = Group(index, members[0].group, members[0].cfg.gpus)
+        for job in members:
+            group.points.append(Point(num, job.overrides))
+            num += 1
+        groups.append(group)
+    return groups
+
+
+def saved_result(folder: Path) -> PointResult | None:
+    try:
+        return PointResult.from_json(json.loads((folder / RESULTS).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+Settings = Callable[[list[str]], dict[str, Any]]  # a point's settings as dotted keys, from its overrides
+
+
+def so_far(group: Group, sweep_dir: Path, settings: Settings, error: str) -> list[PointResult]:
+    """Each point's saved result, or, for a point that has none, an interrupted one saying ``error``."""
+    return [
+        saved_result(sweep_dir / str(p.num))
+        or PointResult.from_params(
+            "interrupted", settings(p.overrides), error=error, job_dir=str(sweep_dir / str(p.num))
+        )
+        for p in group.points
+    ]
+
+
+def collect(group: Group, sweep_dir: Path, outcome: JobReturn | BaseException, settings: Settings) -> list[PointResult]:
+    """The group's results in point order. A job that ended early (failed, killed, pre-empted and not
+    requeued) leaves its finished points on disk; every other point is written down as interrupted,
+    with why and its settings, so the summary and a resume see it."""
+    if isinstance(outcome, JobReturn) and outcome.status == JobStatus.COMPLETED:
+        return [PointResult.from_json(r) for r in outcome.return_value]
+    why = outcome._return_value if isinstance(outcome, JobReturn) else outcome
+    cause = f"{type(why).__name__}: {(str(why).splitlines() or [''])[0]}"
+    log.error(
+        "server group %d: its job ended early (%s); unfinished points are recorded as interrupted", group.index, cause
+    )
+    results = so_far(
+        group, sweep_dir, settings, f"the job of server group {group.index} ended before this point did ({cause})"
+    )
+    for result in results:
+        folder = Path(str(result.job_dir))
+        if not (folder / RESULTS).exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / RESULTS).write_text(json.dumps(result.to_json(), indent=2, default=str))
+    return results

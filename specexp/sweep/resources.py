@@ -1,0 +1,103 @@
+"""What server groups running side by side need from a node: GPUs that do not overlap, ports that do
+not collide.
+
+A group takes ``Config.gpus`` GPUs (engine.gpus, else model.tp x the engine's data-parallel replicas;
+0 on CPU). On SLURM the scheduler allocates them: each group's job asks for its own count
+(``gpus_per_node``), so small groups share a node with disjoint CUDA_VISIBLE_DEVICES and a tp=8 group
+takes an 8-GPU node whole. Where groups run side by side on this node (submitit_local, joblib),
+specexp deals the node's GPUs out itself; with the basic launcher groups run one at a time and each
+has the whole node. Ports: every server gets a free port unless engine.port fixes one, which groups
+in parallel cannot share.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Sequence
+
+from omegaconf import DictConfig
+
+from specexp.config import ConfigError
+from specexp.sweep.plan import Job
+
+# Launchers whose jobs run as processes on this node, side by side: specexp deals the GPUs out.
+SAME_NODE = ("submitit_launcher.LocalLauncher", "joblib_launcher.JoblibLauncher")
+
+
+def same_node(launcher: DictConfig) -> bool:
+    return str(launcher.get("_target_", "")).endswith(SAME_NODE)
+
+
+def schedules_gpus(launcher: DictConfig) -> bool:
+    """A cluster launcher with a per-job GPU request (submitit_slurm's gpus_per_node)."""
+    return not same_node(launcher) and "gpus_per_node" in launcher
+
+
+def gpu_request(launcher: DictConfig, gpus: int) -> int | None:
+    """The gpus_per_node a group's job asks a scheduler for: the group's GPUs, at least what
+    hydra.launcher.gpus_per_node asks (whole nodes); None when the launcher's own request stands."""
+    if not schedules_gpus(launcher):
+        return None
+    wanted = max(gpus, launcher.get("gpus_per_node") or 0) or None
+    return None if wanted == launcher.get("gpus_per_node") else wanted
+
+
+def node_devices() -> list[str]:
+    """This node's GPUs as CUDA_VISIBLE_DEVICES names them: that variable when set, else nvidia-smi's
+    list, else none."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip()]
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return out.stdout.split() if out.returncode == 0 else []
+
+
+def check_parallel(groups: Sequence[Sequence[Job]], devices: list[str] | None) -> None:
+    """Groups about to run side by side: no shared fixed port; on this node, each fits its GPUs
+    (``devices``; None: a scheduler allocates). ConfigError before anything starts."""
+    if len(groups) > 1:
+        fixed = sorted({j.cfg.engine.port for g in groups for j in g if j.cfg.engine.port is not None})
+        if fixed:
+            raise ConfigError(
+                "engine.port",
+                f"port {fixed[0]} is fixed, and {len(groups)} server groups run in parallel",
+                "leave engine.port null: every server then gets a free port",
+            )
+    if devices is None:
+        return
+    for g in groups:
+        if g[0].cfg.gpus > len(devices):
+            raise ConfigError(
+                "engine.gpus",
+                f"a server of {g[0].cfg.engine.name} with model.tp={g[0].cfg.model.tp} takes {g[0].cfg.gpus} GPU(s); "
+                f"this node has {len(devices)} ({','.join(devices) or 'none'})",
+                "run it where the GPUs are (hydra/launcher=submitit_slurm), or set engine.gpus=0 for an engine on CPU",
+            )
+
+
+class DevicePool:
+    """The node's GPUs dealt out to groups running at once: disjoint slices; a group waits until as
+    many are free as it takes."""
+
+    def __init__(self, devices: list[str]) -> None:
+        self.order = {d: i for i, d in enumerate(devices)}
+        self.free = list(devices)
+        self.changed = threading.Condition()
+
+    def take(self, count: int) -> list[str]:
+        with self.changed:
+            self.changed.wait_for(lambda: len(self.free) >= count)
+            taken, self.free = self.free[:count], self.free[count:]
+            return taken
+
+    def give(self, devices: list[str]) -> None:
+        with self.changed:
+            self.free = sorted(self.free + devices, key=self.order.__getitem__)
+            self.changed.notify_all()
