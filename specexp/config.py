@@ -525,7 +525,7 @@ class Config:
 class TuneConf:
     """hydra.sweeper keys for ``mode: optuna``, named as hydra-optuna-sweeper names them."""
 
-    n_trials: int = 12  # the study's total: a rerun resumes up to it
+    n_trials: int = 12  # the study's total, across reruns and parallel workers on one storage
     timeout: float | None = None  # seconds for this invocation
     storage: str | None = None  # None: sqlite:///<outputs>/optuna.db; or any SQLAlchemy URL, or journal:///path
     study_name: str = "specexp"

@@ -5,7 +5,8 @@ engine would refuse is told to the study as pruned and never launched), runs the
 launcher, and tells the study the objective(s). With ``batches`` one trial measures several batch
 sizes on one server launch and the study gets one objective per batch: the best trial per
 objective is the depth schedule a deployment would use. Storage is persistent (sqlite by default,
-any SQLAlchemy URL, or ``journal:///path``), so rerunning the same command resumes the study.
+any SQLAlchemy URL, or ``journal:///path``), so rerunning the same command resumes the study, and
+several specexp processes on one storage work on one study together (specexp.sweep.claims).
 
 The objective is noisy: each trial keeps its 95% half-width (user attribute ``ci95``), and the best
 trial is the one whose interval's conservative end is best (the lower end when maximizing), with the
@@ -36,6 +37,7 @@ from specexp.console import console, invalid_config_exits
 from specexp.metrics.registry import lookup
 from specexp.report.study import best_line
 from specexp.result import PointResult
+from specexp.sweep import claims
 from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.names import point_names, sweep_params
 from specexp.sweep.space import Clause, SearchSpace, parse_condition, split_sweeps
@@ -236,10 +238,12 @@ class Tuner:
             )
 
     def _done(self, study: optuna.Study, deadline: float | None) -> bool:
-        """n_trials counts measured trials; infeasible ones (never launched) only count toward a cap."""
+        """n_trials counts trials measured or being measured, by any worker on the study; infeasible
+        ones and those that stood back (never launched) only count toward a cap."""
         trials = study.get_trials(deepcopy=False)
-        measured = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.FAIL)]
-        if len(measured) >= self.conf.n_trials or len(trials) >= MAX_ASKS_PER_TRIAL * self.conf.n_trials:
+        if claims.taken(trials, time.time()) >= self.conf.n_trials:
+            return True
+        if len(trials) >= MAX_ASKS_PER_TRIAL * self.conf.n_trials:
             return True
         if deadline is not None and time.monotonic() > deadline:
             return True
@@ -248,6 +252,14 @@ class Tuner:
     def _trial(self, study: optuna.Study, base: list[str], run: SweepRun) -> None:
         trial = study.ask()
         values = self.space.suggest(trial)
+        claim = claims.Claim(trial, values)
+        conflict = claim.conflict(study, self.conf.n_trials)
+        if conflict:  # another worker measures it now, or the workers have the study's trials
+            trial.set_user_attr("stood_back", conflict)
+            self._tell(study, trial, state=TrialState.PRUNED)
+            console.print(f"trial {trial.number} {values}: not launched, {conflict}")
+            claims.back_off()
+            return
         earlier = measured_before(study.get_trials(deepcopy=False), trial.params)
         if earlier is not None:
             for key in ("ci95", "constraints", "deterministic"):
@@ -268,7 +280,8 @@ class Tuner:
             self._tell(study, trial, state=TrialState.PRUNED)
             console.print(f"trial {trial.number} {values}: infeasible, not launched ({exc})")
             return
-        results = self.sweeper.launch(run, jobs)
+        with claim:
+            results = self.sweeper.launch(run, jobs)
         failed = [r for r in results if not r.ok]
         measured = (
             [(r, self.objectives[0]) for r in results] if self.batches else [(results[0], o) for o in self.objectives]
@@ -330,9 +343,8 @@ class Tuner:
         names = self.objective_names()
         with (sweep_dir / "trials.csv").open("w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(
-                ["trial", "state", "feasible", *(c for n in names for c in (n, f"{n}_ci95")), *self.space.distributions]
-            )
+            objectives = (c for n in names for c in (n, f"{n}_ci95"))
+            w.writerow(["trial", "state", "feasible", "worker", *objectives, *self.space.distributions])
             for t in trials:
                 values = [c for i, v in enumerate(t.values or []) for c in (v, half_width(t, i))]
                 w.writerow(
@@ -340,6 +352,7 @@ class Tuner:
                         t.number,
                         t.state.name,
                         feasible(t),
+                        t.user_attrs.get(claims.WORKER, ""),
                         *(values or [""] * 2 * len(names)),
                         *(t.params.get(k, "") for k in self.space.distributions),
                     ]
