@@ -1,10 +1,10 @@
-"""A server group: the points of one server key, run in order by one launcher job with one server launch.
+"""A server group: the points of one server launch, run in order by one launcher job.
 
 The sweeper writes each group's manifest (``<sweep>/groups/<index>/group.json``, also the group job's
 Hydra folder) before launching it; the job (specexp.sweep.runner) reads it and measures the points
 into ``<sweep>/<num>/``, their numbers in the sweep, so a sweep folder looks the same whatever the
-launcher. What comes back is each point's result: from the job's return, else from its folder, and a
-point the job never finished is recorded as interrupted so that a resume measures it.
+launcher. What comes back is each point's result: from the job's return, else from its folder; a
+point the job never finished is recorded as interrupted (in the summary; a resume measures it).
 """
 
 from __future__ import annotations
@@ -93,20 +93,19 @@ Settings = Callable[[list[str]], dict[str, Any]]  # a point's settings as dotted
 
 
 def so_far(group: Group, sweep_dir: Path, settings: Settings, error: str) -> list[PointResult]:
-    """Each point's saved result, or, for a point that has none, an interrupted one saying ``error``."""
+    """Each point's saved result, or, for a point that left none, an interrupted one saying ``error``
+    (for the summary; a resume measures it again)."""
     return [
         saved_result(sweep_dir / str(p.num))
-        or PointResult.from_params(
-            "interrupted", settings(p.overrides), error=error, job_dir=str(sweep_dir / str(p.num))
-        )
+        or PointResult.from_params("interrupted", settings(p.overrides), error=error)
         for p in group.points
     ]
 
 
 def collect(group: Group, sweep_dir: Path, outcome: JobReturn | BaseException, settings: Settings) -> list[PointResult]:
     """The group's results in point order. A job that ended early (failed, killed, pre-empted and not
-    requeued) leaves its finished points on disk; every other point is written down as interrupted,
-    with why and its settings, so the summary and a resume see it."""
+    requeued) leaves its finished points on disk; every other point is recorded as interrupted, with
+    why and its settings."""
     if isinstance(outcome, JobReturn) and outcome.status == JobStatus.COMPLETED:
         return [PointResult.from_json(r) for r in outcome.return_value]
     why = outcome._return_value if isinstance(outcome, JobReturn) else outcome
@@ -114,12 +113,6 @@ def collect(group: Group, sweep_dir: Path, outcome: JobReturn | BaseException, s
     log.error(
         "server group %d: its job ended early (%s); unfinished points are recorded as interrupted", group.index, cause
     )
-    results = so_far(
+    return so_far(
         group, sweep_dir, settings, f"the job of server group {group.index} ended before this point did ({cause})"
     )
-    for result in results:
-        folder = Path(str(result.job_dir))
-        if not (folder / RESULTS).exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / RESULTS).write_text(json.dumps(result.to_json(), indent=2, default=str))
-    return results
