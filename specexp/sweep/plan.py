@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 
 from specexp import checks
 from specexp.config import Config
-from specexp.load.prompts import check_workload
 from specexp.point import check_files, describe, preflight, prepare
 from specexp.sweep.names import axes, override, point_names
 
@@ -84,14 +83,14 @@ def plan(
     group_max: dict[str, int | None] = {}
     for j in planned:
         group_max[j.group] = _largest(group_max.get(j.group), j.cfg.concurrency)
-    for c in composed:  # every job's dataset (each file read once), before any server starts
-        check_workload(c.workload)
-    if not planned[0].cfg.dry_run:
-        groups = {j.group: j for j in reversed(planned)}
+    dry_run = planned[0].cfg.dry_run
+    groups = {j.group: j for j in reversed(planned)}
+    if not dry_run:
         for group, first in groups.items():  # the engine first: a missing one says so before any path
             preflight(replace(first.cfg, max_batch=group_max[group]))
-        for cfg in composed:
-            check_files(cfg)
+    for cfg in composed:  # every job's files (each dataset read once), a dry run's too
+        check_files(cfg)
+    if not dry_run:
         for first in groups.values():
             if describe(first.cfg).command is not None:
                 checks.check_port(first.cfg)
