@@ -85,6 +85,20 @@ def _masked(key: Any, value: Any) -> Any:
     return scrub_data(value)
 
 
+def override_key(override: str) -> str:
+    """The dotted key a command-line override sets: ``engine.env.HF_TOKEN`` for ``+engine.env.HF_TOKEN=x``."""
+    return override.partition("=")[0].lstrip("+~")
+
+
+def mask_override(override: str) -> str:
+    """A command-line override as it may be written down: a secret-named env entry's value masked
+    (``+engine.env.HF_TOKEN=***``), known secrets elsewhere scrubbed."""
+    key, eq, value = override.partition("=")
+    if eq and value and _masked(override_key(override), value) == MASK:
+        return f"{key}={MASK}"
+    return scrub(override)
+
+
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     """An environment as it may be shown: secret-named values masked, secrets elsewhere scrubbed."""
     return scrub_data({"env": dict(env)})["env"]

@@ -18,6 +18,7 @@ from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
 
+from specexp import secrets
 from specexp.result import PointResult
 from specexp.sweep.folder import RESULTS
 from specexp.sweep.plan import Job, by_server
@@ -53,9 +54,14 @@ class Group:
         return [*self.points[0].overrides, f"hydra.sweep.subdir=groups/{self.index}"]
 
     def save(self, sweep_dir: Path) -> None:
+        """The manifest, secret values masked (``+engine.env.HF_TOKEN=***``): the job takes them from
+        its own overrides, which the launcher hands it (specexp.sweep.runner.unmasked)."""
         folder = self.folder(sweep_dir, self.index)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / MANIFEST).write_text(json.dumps(asdict(self), indent=2))
+        data = asdict(self)
+        for p in data["points"]:
+            p["overrides"] = [secrets.mask_override(o) for o in p["overrides"]]
+        (folder / MANIFEST).write_text(json.dumps(data, indent=2))
 
     @classmethod
     def load(cls, job_dir: Path) -> Group:

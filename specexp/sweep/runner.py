@@ -21,7 +21,7 @@ from pathlib import Path
 from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 
-from specexp import point, server
+from specexp import point, secrets, server
 from specexp.configstore import to_config
 from specexp.result import PointResult
 from specexp.sweep.groups import ATTEMPTS, MANIFEST, Group, Point, saved_result
@@ -72,11 +72,29 @@ def set_aside(folder: Path) -> None:
     folder.rename(aside)
 
 
+def unmasked(overrides: list[str], own: list[str]) -> list[str]:
+    """A point's overrides with the values the manifest masks taken from the job's own overrides (its
+    group's first point, as the launcher handed them): a group's points share one server, and so its
+    environment, the only place a secret can be set."""
+    real = {secrets.override_key(o): o for o in own}
+    out = []
+    for o in overrides:
+        if secrets.MASK in o:
+            if secrets.override_key(o) not in real:
+                raise ValueError(
+                    f"{secrets.override_key(o)}: its value is masked in {MANIFEST} and not among the job's overrides"
+                )
+            o = real[secrets.override_key(o)]
+        out.append(o)
+    return out
+
+
 def run_point(sweep_dir: Path, p: Point) -> PointResult:
     """Measure one point into ``<sweep>/<num>``, unless that folder already holds its ok result: the
     same whole configuration, sweep id included (another sweep's point in a reused folder is not)."""
     hc = HydraConfig.get()
-    raw = compose(hc.job.config_name, overrides=[*hc.overrides.hydra, *p.overrides])
+    overrides = unmasked(p.overrides, list(hc.overrides.task))
+    raw = compose(hc.job.config_name, overrides=[*hc.overrides.hydra, *overrides])
     cfg = to_config(raw)
     if cfg.dry_run:
         return point.show(cfg, raw)
