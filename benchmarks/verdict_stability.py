@@ -2,7 +2,8 @@
 
 Runs `python -m specexp drafter=none,tiny batch=1,4,8,16 -m` (the README's envelope on the reference
 engine) N times with the default settings and N times with `measure.rel_ci=0.03` (and, with
-`--settings repeats`, with `repeats=3`: three interleaved launches per point), each in a fresh
+`--settings sequential`, one server after the other, `arms=sequential`; with `--settings repeats`,
+`repeats=3`: three interleaved launches per point), each in a fresh
 folder, and reads every sweep's break-even interval back from its points' results.json (the same
 analysis the sweep ran). Three figures per setting:
 
@@ -35,8 +36,15 @@ from specexp.report.analysis import apply
 from specexp.result import PointResult
 
 ENVELOPE = ["drafter=none,tiny", "batch=1,4,8,16", "tracking.enabled=false"]
-# default: 3 windows per point; rel_ci: windows until ±3%; repeats: every point on 3 interleaved launches
-SETTINGS = {"default": [], "rel_ci": ["measure.rel_ci=0.03"], "repeats": ["repeats=3"]}
+# default: 3 windows per point, the arms taking turns at each batch (arms=auto on CPU); sequential:
+# one server after the other (the arms' order before arms existed); rel_ci: windows until ±3%;
+# repeats: every point on 3 interleaved launches
+SETTINGS = {
+    "default": [],
+    "sequential": ["arms=sequential"],
+    "rel_ci": ["measure.rel_ci=0.03"],
+    "repeats": ["repeats=3"],
+}
 
 
 @dataclass
@@ -103,7 +111,7 @@ def main() -> None:
             point = f"{outcome.crossover:.1f}" if outcome.crossover is not None else "-"
             print(
                 f"{name} {i + 1}/{args.n}: break-even {point} [{bound(outcome.lo)}, {bound(outcome.hi)}] "
-                f"in {outcome.seconds:.0f} s | {outcome.verdict}",
+                f"in {outcome.seconds:.0f} s, load average {os.getloadavg()[0]:.1f} | {outcome.verdict}",
                 flush=True,
             )
         intervals = [(o.lo, o.hi) for o in outcomes]

@@ -297,6 +297,7 @@ class WorkloadConfig:
 
 
 LOAD_KINDS = ("closed", "rate")
+ARMS = ("auto", "alternate", "sequential")
 
 
 @dataclass
@@ -419,6 +420,12 @@ class Config:
     # hits every arm alike; each launch is its own job with its own windows.
     repeats: int = 1
     repeat: int = 0  # which launch this job is; set by specexp's sweepers
+    # How a sweep's servers (its arms: drafter=none,tiny) take turns. alternate: every server of a
+    # round is up at once and the arms' points alternate at each load (A1 B1 A4 B4), so the machine's
+    # drift between two arms is one point long, not half the sweep; sequential: one server at a
+    # time (A1 A4 B1 B4); auto: alternate where the servers take no GPU and no fixed port, up to 4
+    # of them (each holds its model in memory), unless a parallel launcher runs groups side by side.
+    arms: str = "auto"
     # auto: a sweep's speculative point without a drafter=none point of the same settings gets one
     # added (a speedup needs it); off: exactly the points asked for.
     baseline: str = "auto"
@@ -442,6 +449,14 @@ class Config:
             raise ConfigError("baseline", f"unknown value {self.baseline!r}", "use auto (the default) or off")
         if self.repeats < 1:
             raise ConfigError("repeats", f"{self.repeats} < 1", "launch each point at least once")
+        if self.arms not in ARMS:
+            raise ConfigError("arms", f"unknown value {self.arms!r}", f"use one of {', '.join(ARMS)}")
+        if self.arms == "alternate" and self.engine.port is not None:
+            raise ConfigError(
+                "arms",
+                f"alternating arms run their servers at once, and engine.port={self.engine.port} fits one",
+                "leave engine.port null (every server gets a free port), or use arms=sequential",
+            )
         if not 0 <= self.repeat < self.repeats:
             raise ConfigError(
                 "repeat", f"{self.repeat} is not one of {self.repeats} launches", "leave it to the sweeper"

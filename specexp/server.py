@@ -206,11 +206,11 @@ def launch(
     process = spawn(command, log_path)
     server = Server(key, base_url, process, log_path, 0.0, command)
     server.served_name = identity.served_name if identity else None
-    _pool.current = server  # registered before readiness so an interrupt still tears it down
+    _pool.add(server)  # registered before readiness so an interrupt still tears it down
     try:
         wait_ready(ready_url, deadline_s, process, log_path, identity=identity)
     except BaseException:
-        _pool.stop()
+        _pool.drop(server)
         raise
     server.startup_s = time.monotonic() - t0
     return server
@@ -233,23 +233,42 @@ def terminate(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
 
 
 class _Pool:
-    """The one server this process holds; reused while the key stays the same."""
+    """The servers this process holds: one, reused while the key stays the same; up to ``capacity``
+    while a sweep's arms take turns (``holding``), the least recently used stopped to make room."""
 
     def __init__(self) -> None:
-        self.current: Server | None = None
+        self.servers: dict[str, Server] = {}  # least recently used first
+        self.capacity = 1
         self._hooked = False
 
     def get(self, key: str) -> Server | None:
-        """The running server for ``key``, or None after stopping whatever else runs."""
-        if self.current is not None and self.current.key == key and self.current.alive():
-            return self.current
-        self.stop()
+        """The running server for ``key``, or None after making room for its launch."""
+        server = self.servers.pop(key, None)
+        if server is not None and server.alive():
+            self.servers[key] = server
+            return server
+        if server is not None:
+            self._stop(server)
+        while len(self.servers) >= self.capacity:
+            self._stop(self.servers.pop(next(iter(self.servers))))
         self._hook()
         return None
 
+    def add(self, server: Server) -> None:
+        self.servers[server.key] = server
+
+    def drop(self, server: Server) -> None:
+        """Stop one server (a launch that failed), leaving the others up."""
+        self.servers.pop(server.key, None)
+        self._stop(server)
+
     def stop(self) -> None:
-        server, self.current = self.current, None
-        if server is not None and server.process is not None:
+        while self.servers:
+            self._stop(self.servers.pop(next(iter(self.servers))))
+
+    @staticmethod
+    def _stop(server: Server) -> None:
+        if server.process is not None:
             terminate(server.process)
             if server.log_path is not None:
                 secrets.scrub_file(server.log_path)
@@ -290,13 +309,25 @@ def acquire(
         t0 = time.monotonic()
         wait_ready(ready_url, deadline_s, None, None, headers)
         server = Server(key, base_url, None, None, time.monotonic() - t0, None)
-        _pool.current = server
+        _pool.add(server)
         return server, False
     return launch(command, key, base_url, ready_url, log_path, deadline_s, identity), False
 
 
 def stop() -> None:
     _pool.stop()
+
+
+@contextlib.contextmanager
+def holding(capacity: int) -> Iterator[None]:
+    """Keep up to ``capacity`` servers up at once inside (a sweep's arms taking turns); every one
+    is stopped on the way out."""
+    _pool.capacity = max(1, capacity)
+    try:
+        yield
+    finally:
+        _pool.stop()
+        _pool.capacity = 1
 
 
 @contextlib.contextmanager

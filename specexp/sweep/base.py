@@ -124,7 +124,7 @@ class LaunchingSweeper(Sweeper):
         return self._devices
 
     def plan(self, jobs: list[list[str]], sweep_id: str, names: list[str] | None = None) -> list[Job]:
-        planned = plan.plan(self.compose, jobs, sweep_id, names)
+        planned = plan.plan(self.compose, jobs, sweep_id, names, side_by_side=self.parallel)
         if self.parallel:
             resources.check_parallel(plan.by_server(planned), self.node_devices())
         return planned

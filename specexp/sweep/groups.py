@@ -39,8 +39,9 @@ class Point:
 class Group:
     index: int  # the group's launcher job number (hydra.job.num), its folder <sweep>/groups/<index>
     key: str  # the server key its points share
-    gpus: int  # GPUs its server takes
+    gpus: int  # GPUs its server takes (its servers share, when arms take turns)
     points: list[Point] = field(default_factory=list)
+    servers: int = 1  # servers up at once: its arms, when they take turns (specexp.sweep.plan.take_turns)
     # CUDA_VISIBLE_DEVICES for its server, dealt by the sweeper when groups share this node; None: the
     # job's own (a scheduler's allocation, or the whole node when groups run one at a time)
     devices: list[str] | None = None
@@ -80,7 +81,8 @@ def form_groups(jobs: Sequence[Job], first_point: int, first_group: int) -> list
     """Planned jobs as numbered server groups, points numbered on from ``first_point``."""
     groups, num = [], first_point
     for index, members in enumerate(by_server(jobs), start=first_group):
-        group = Group(index, members[0].group, members[0].cfg.gpus)
+        arms = len({job.group for job in members})
+        group = Group(index, members[0].unit, max(job.cfg.gpus for job in members), servers=arms)
         for job in members:
             group.points.append(Point(num, job.overrides))
             num += 1

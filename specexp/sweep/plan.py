@@ -12,11 +12,14 @@ every server, so slow drift of the machine hits every arm alike; each job is tol
 (``repeat``), and the order is the jobs' order (summary.csv lists them so).
 
 Each run of jobs on one server launch is a server group: the unit a launcher runs as one job
-(specexp.sweep.groups).
+(specexp.sweep.groups). Where the servers take no GPU (``arms``), a round's servers run together in
+one group instead, all up at once, their points taking turns at each load.
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -25,6 +28,10 @@ from specexp.config import Config
 from specexp.point import check_files, describe, preflight, prepare
 from specexp.sweep.names import axes, override, point_names
 
+log = logging.getLogger("specexp")
+
+MAX_AUTO_ARMS = 4  # servers arms=auto keeps up at once: each holds its model in memory
+
 
 @dataclass
 class Job:
@@ -32,6 +39,9 @@ class Job:
     cfg: Config
     group: str  # its server launch: the server key (and the round, when the point is repeated)
     name: str  # its run's name in MLflow
+    # the launcher job it runs in (a server group): its server launch, or its round's servers
+    # together when their arms take turns (take_turns)
+    unit: str = ""
 
 
 def _named(job: Job, launch: int) -> list[str]:
@@ -65,11 +75,16 @@ def interleave(jobs: Sequence[Job]) -> list[tuple[Job, int]]:
 
 
 def plan(
-    compose: Callable[[list[str]], Config], jobs: list[list[str]], sweep_id: str, names: list[str] | None = None
+    compose: Callable[[list[str]], Config],
+    jobs: list[list[str]],
+    sweep_id: str,
+    names: list[str] | None = None,
+    side_by_side: bool = False,
 ) -> list[Job]:
     """Jobs ordered by server (in rounds, with repeats), each with ``sweep_id``, its server's
     ``max_batch``, its run's name (``names``; default: the overrides that vary between jobs) and its
-    round (``repeat``, from the second on) appended. Before anything starts, every job's files are
+    round (``repeat``, from the second on) appended; arms take turns unless groups run
+    ``side_by_side`` (a parallel launcher) and none asks to. Before anything starts, every job's files are
     checked (its dataset read), and once per server its fixed port and its argv (the engine's own
     parser): ConfigError on a bad file or a refusal."""
     composed = [compose(o) for o in jobs]
@@ -95,22 +110,64 @@ def plan(
             if describe(first.cfg).command is not None:
                 checks.check_port(first.cfg)
     sized = {g: [] if m is None else [f"max_batch={m}"] for g, m in group_max.items()}
-    return [
-        replace(
-            j,
-            overrides=[*_named(j, r), f"sweep_id={sweep_id}", *sized[j.group], *([f"repeat={r}"] if r else [])],
-            group=f"{j.group}/launch{r}" if j.cfg.repeats > 1 else j.group,
-        )
-        for j, r in interleave(planned)
-    ]
+    return take_turns(
+        [
+            (
+                replace(
+                    j,
+                    overrides=[*_named(j, r), f"sweep_id={sweep_id}", *sized[j.group], *([f"repeat={r}"] if r else [])],
+                    group=f"{j.group}/launch{r}" if j.cfg.repeats > 1 else j.group,
+                ),
+                r,
+            )
+            for j, r in interleave(planned)
+        ],
+        side_by_side,
+    )
+
+
+def alternate(arms: Sequence[Sequence[Job]], side_by_side: bool) -> bool:
+    """Whether a round's servers take turns: all asked to (``arms=alternate``), or, under ``auto``,
+    where they can share the machine (no GPU, no fixed port, at most MAX_AUTO_ARMS of them) and
+    would otherwise run one after another (not ``side_by_side``)."""
+    jobs = [j for arm in arms for j in arm]
+    if len(arms) < 2 or any(j.cfg.arms == "sequential" for j in jobs):
+        return False
+    if all(j.cfg.arms == "alternate" for j in jobs):
+        return True
+    fits = len(arms) <= MAX_AUTO_ARMS and all(j.cfg.gpus == 0 and j.cfg.engine.port is None for j in jobs)
+    return fits and not side_by_side
+
+
+def take_turns(jobs: Sequence[tuple[Job, int]], side_by_side: bool = False) -> list[Job]:
+    """Each round's jobs as launcher units. Where a round's servers take turns (``alternate``), one
+    unit whose arms alternate at each load, A1 B1 A4 B4: the machine's drift between two arms is one
+    point long, not half the sweep. Else one unit per server launch, A1 A4 B1 B4."""
+    units: list[Job] = []
+    for r, members in itertools.groupby(jobs, key=lambda job_round: job_round[1]):
+        round_jobs = [j for j, _ in members]
+        arms = _runs(round_jobs, lambda j: j.group)
+        turns = alternate(arms, side_by_side)
+        if r == 0 and len(arms) > 1:
+            log.info(
+                "arms: %d servers %s",
+                len(arms),
+                "up at once, taking turns at each load" if turns else "one at a time (arms=alternate: all at once)",
+            )
+        if turns:
+            unit = "+".join(arm[0].group for arm in arms)
+            units += [replace(j, unit=unit) for turn in itertools.zip_longest(*arms) for j in turn if j is not None]
+        else:
+            units += [replace(j, unit=j.group) for j in round_jobs]
+    return units
+
+
+def _runs(jobs: Sequence[Job], key: Callable[[Job], str]) -> list[list[Job]]:
+    """Jobs cut where ``key`` changes."""
+    return [list(run) for _, run in itertools.groupby(jobs, key=key)]
 
 
 def by_server(jobs: Sequence[Job]) -> list[list[Job]]:
-    """Planned jobs cut into server groups: each run of consecutive jobs on one server launch."""
-    groups: list[list[Job]] = []
-    for job in jobs:
-        if groups and groups[-1][0].group == job.group:
-            groups[-1].append(job)
-        else:
-            groups.append([job])
-    return groups
+    """Planned jobs cut into server groups: each run of consecutive jobs in one launcher unit (one
+    server launch, or a round's servers taking turns)."""
+    return _runs(jobs, lambda j: j.unit)

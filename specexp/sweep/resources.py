@@ -73,7 +73,7 @@ def check_parallel(groups: Sequence[Sequence[Job]], devices: list[str] | None) -
     if devices is None:
         return
     for g in groups:
-        if g[0].cfg.gpus > len(devices):
+        if max(j.cfg.gpus for j in g) > len(devices):
             raise ConfigError(
                 "engine.gpus",
                 f"a server of {g[0].cfg.engine.name} with model.tp={g[0].cfg.model.tp} takes {g[0].cfg.gpus} GPU(s); "

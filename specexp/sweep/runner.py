@@ -123,7 +123,7 @@ def run_group(job_dir: Path) -> list[PointResult]:
     sweep_dir = job_dir.parent.parent
     log_attempt(job_dir, event="start", devices=group.devices)
     ended = "done"
-    with visible_devices(group.devices):
+    with visible_devices(group.devices), server.holding(group.servers):
         try:
             results = []
             for p in group.points:

@@ -20,7 +20,14 @@ def children_and_parent(runs):
     return parents, children
 
 
-@pytest.mark.parametrize("order", [("drafter=none,tiny", "batch=1,4"), ("batch=1,4", "drafter=none,tiny")])
+@pytest.mark.parametrize(
+    "order",
+    [
+        ("drafter=none,tiny", "batch=1,4"),
+        ("batch=1,4", "drafter=none,tiny"),
+        ("batch=1,4", "drafter=none,tiny", "arms=sequential"),
+    ],
+)
 def test_four_points_two_servers_either_order(specexp, order) -> None:
     run = specexp(*order, "-m")
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
@@ -50,8 +57,15 @@ def test_four_points_two_servers_either_order(specexp, order) -> None:
         else:
             assert c.data.metrics["accept_length"] > 1.0
             assert "speedup" in c.data.metrics and "decode_speedup" in c.data.metrics
-    summary = (run.workdir / "multirun" / "summary.csv").read_text().splitlines()
-    assert len(summary) == 5
+    rows = list(csv.DictReader((run.workdir / "multirun" / "summary.csv").open()))
+    # Two launches either way: on CPU both servers stay up and the arms take turns at each batch,
+    # so a speedup compares measurements seconds apart; arms=sequential runs one server, then the other.
+    turns = [(r["drafter.name"], r["batch"]) for r in rows]
+    if "arms=sequential" in order:
+        assert turns == [("none", "1"), ("none", "4"), ("tiny", "1"), ("tiny", "4")]
+    else:
+        assert turns == [("none", "1"), ("tiny", "1"), ("none", "4"), ("tiny", "4")]
+        assert "arms: 2 servers up at once, taking turns at each load" in run.proc.stdout
     artifacts = {a.path for a in run.mlflow.list_artifacts(parent_id)}
     assert {"summary.csv", "verdict.txt", "plots"} <= artifacts
     plots = run.workdir / "multirun" / "plots"
