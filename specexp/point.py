@@ -274,9 +274,25 @@ def measured_window(cfg: Config, result: PointResult, span: list[int]) -> Iterat
         span[1:] = [tracking.now_ms()]
 
 
-def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResult:
+@contextmanager
+def in_turn(
+    turn: Callable[[], AbstractContextManager[object]], window: Callable[[], AbstractContextManager[None]]
+) -> Iterator[None]:
+    """A measured window once it is this point's turn."""
+    with turn(), window():
+        yield
+
+
+def run(
+    cfg: Config,
+    raw: DictConfig,
+    job_dir: Path,
+    job_num: int,
+    turn: Callable[[], AbstractContextManager[object]] = nullcontext,
+) -> PointResult:
     """Measure one point and record it; never raises for a failed point (only for interrupts, and
-    for a job folder that already holds results, which nothing may write over)."""
+    for a job folder that already holds results, which nothing may write over). ``turn`` is entered
+    around each measured window (arms taking turns, specexp.sweep.turns)."""
     if (job_dir / RESULTS).exists():
         raise FileExistsError(f"{job_dir} already holds the results of another point; nothing is written over them")
     job_dir.mkdir(parents=True, exist_ok=True)
@@ -356,7 +372,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int) -> PointResul
         # unique per sweep and job (each launch of a repeated point is a job); a single run uses its
         # folder's name (new each run)
         stream = f"{cfg.sweep_id or job_dir.name}/{job_num}"
-        window = functools.partial(measured_window, cfg, result, span)
+        window = functools.partial(in_turn, turn, functools.partial(measured_window, cfg, result, span))
         try:
             asyncio.run(measure_windows(cfg, engine, srv, stream, windows, received, window))
         finally:  # the windows measured, then what the window in progress received

@@ -12,6 +12,7 @@ the same port is never mistaken for it.
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import ctypes
 import errno
@@ -171,12 +172,19 @@ def _proven(identity: Identity, headers: dict[str, str] | None, log: Path | None
     )
 
 
+# Every server is forked from this one thread, which lives as long as specexp: the parent-death
+# signal fires when the forking *thread* ends, and arms taking turns run in threads that end after
+# each load while their servers must stay up (specexp.sweep.turns).
+_spawner = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="server-spawner")
+
+
 def spawn(command: Command, log_path: Path, cwd: Path | None = None) -> subprocess.Popen[bytes]:
     """Start a server process, its output appended to ``log_path``, in its own process group (so
-    teardown kills the engine's children too) and dying with its parent."""
+    teardown kills the engine's children too) and dying with specexp."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
-        return subprocess.Popen(
+        return _spawner.submit(
+            subprocess.Popen,
             command.argv,
             env={**os.environ, **command.env},
             cwd=cwd,
@@ -185,7 +193,7 @@ def spawn(command: Command, log_path: Path, cwd: Path | None = None) -> subproce
             stderr=subprocess.STDOUT,
             start_new_session=True,
             preexec_fn=_die_with_parent,
-        )
+        ).result()
 
 
 def launch(
@@ -321,7 +329,9 @@ def stop() -> None:
 @contextlib.contextmanager
 def holding(capacity: int) -> Iterator[None]:
     """Keep up to ``capacity`` servers up at once inside (a sweep's arms taking turns); every one
-    is stopped on the way out."""
+    is stopped on the way out. Called in the main thread: the teardown's signal handlers can only be
+    installed there, and the arms' threads launch the servers."""
+    _pool._hook()
     _pool.capacity = max(1, capacity)
     try:
         yield

@@ -33,6 +33,8 @@ ATTEMPTS = "attempts.jsonl"  # each run of the group's job: where, when, how it 
 class Point:
     num: int  # its number in the sweep: its folder <sweep>/<num> and its prompt stream
     overrides: list[str]
+    # arms taking turns: the points with the same turn are measured side by side, windows alternating
+    turn: int | None = None
 
 
 @dataclass
@@ -84,7 +86,7 @@ def form_groups(jobs: Sequence[Job], first_point: int, first_group: int) -> list
         arms = len({job.group for job in members})
         group = Group(index, members[0].unit, max(job.cfg.gpus for job in members), servers=arms)
         for job in members:
-            group.points.append(Point(num, job.overrides))
+            group.points.append(Point(num, job.overrides, job.turn))
             num += 1
         groups.append(group)
     return groups

@@ -42,6 +42,7 @@ class Job:
     # the launcher job it runs in (a server group): its server launch, or its round's servers
     # together when their arms take turns (take_turns)
     unit: str = ""
+    turn: int | None = None  # arms taking turns: its load's position, shared with the other arms' points
 
 
 def _named(job: Job, launch: int) -> list[str]:
@@ -141,8 +142,9 @@ def alternate(arms: Sequence[Sequence[Job]], side_by_side: bool) -> bool:
 
 def take_turns(jobs: Sequence[tuple[Job, int]], side_by_side: bool = False) -> list[Job]:
     """Each round's jobs as launcher units. Where a round's servers take turns (``alternate``), one
-    unit whose arms alternate at each load, A1 B1 A4 B4: the machine's drift between two arms is one
-    point long, not half the sweep. Else one unit per server launch, A1 A4 B1 B4."""
+    unit whose arms' points at each load are measured side by side, windows alternating (A1 B1 A1
+    B1 …, then batch 4): the machine's drift between two arms is one window long, not half the
+    sweep (specexp.sweep.turns). Else one unit per server launch, A1 A4 B1 B4."""
     units: list[Job] = []
     for r, members in itertools.groupby(jobs, key=lambda job_round: job_round[1]):
         round_jobs = [j for j, _ in members]
@@ -156,7 +158,12 @@ def take_turns(jobs: Sequence[tuple[Job, int]], side_by_side: bool = False) -> l
             )
         if turns:
             unit = "+".join(arm[0].group for arm in arms)
-            units += [replace(j, unit=unit) for turn in itertools.zip_longest(*arms) for j in turn if j is not None]
+            units += [
+                replace(j, unit=unit, turn=t)
+                for t, turn in enumerate(itertools.zip_longest(*arms))
+                for j in turn
+                if j is not None
+            ]
         else:
             units += [replace(j, unit=j.group) for j in round_jobs]
     return units

@@ -11,6 +11,8 @@ never written over. The server goes down when the group ends, however it ends.
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import json
 import os
 import socket
@@ -20,10 +22,13 @@ from pathlib import Path
 
 from hydra import compose
 from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
 
 from specexp import point, secrets, server
+from specexp.config import Config
 from specexp.configstore import to_config
 from specexp.result import PointResult
+from specexp.sweep import turns
 from specexp.sweep.groups import ATTEMPTS, MANIFEST, Group, Point, saved_result
 
 # Told of each point as it ends: the sweeper, when the job runs in its process (the basic launcher).
@@ -89,13 +94,21 @@ def unmasked(overrides: list[str], own: list[str]) -> list[str]:
     return out
 
 
-def run_point(sweep_dir: Path, p: Point) -> PointResult:
-    """Measure one point into ``<sweep>/<num>``, unless that folder already holds its ok result: the
-    same whole configuration, sweep id included (another sweep's point in a reused folder is not)."""
+def composed(p: Point) -> tuple[Config, DictConfig]:
+    """A point's config, composed from its overrides (in the job's main thread: Hydra's compose API
+    is process-wide state)."""
     hc = HydraConfig.get()
     overrides = unmasked(p.overrides, list(hc.overrides.task))
     raw = compose(hc.job.config_name, overrides=[*hc.overrides.hydra, *overrides])
-    cfg = to_config(raw)
+    return to_config(raw), raw
+
+
+def run_point(
+    sweep_dir: Path, p: Point, config: tuple[Config, DictConfig], turn: Callable[[], object] = contextlib.nullcontext
+) -> PointResult:
+    """Measure one point into ``<sweep>/<num>``, unless that folder already holds its ok result: the
+    same whole configuration, sweep id included (another sweep's point in a reused folder is not)."""
+    cfg, raw = config
     if cfg.dry_run:
         return point.show(cfg, raw)
     folder = sweep_dir / str(p.num)
@@ -103,7 +116,21 @@ def run_point(sweep_dir: Path, p: Point) -> PointResult:
     if kept is not None and kept.ok and kept.params == json.loads(json.dumps(point.flat_params(raw), default=str)):
         return kept
     set_aside(folder)
-    return point.run(cfg, raw, folder, p.num)
+    return point.run(cfg, raw, folder, p.num, turn)
+
+
+def run_turn(sweep_dir: Path, points: list[Point]) -> list[PointResult]:
+    """Points at one load of arms taking turns: measured side by side, their windows alternating;
+    one point (or a dry run) simply in order."""
+    configs = [composed(p) for p in points]
+    if len(points) == 1 or any(cfg.dry_run for cfg, _ in configs):
+        return [run_point(sweep_dir, p, c) for p, c in zip(points, configs, strict=True)]
+    work = [functools.partial(run_point, sweep_dir, p, c) for p, c in zip(points, configs, strict=True)]
+    outcomes = turns.side_by_side(work, on_interrupt=server.stop)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return outcomes
 
 
 def log_attempt(job_dir: Path, **event: object) -> None:
@@ -126,10 +153,11 @@ def run_group(job_dir: Path) -> list[PointResult]:
     with visible_devices(group.devices), server.holding(group.servers):
         try:
             results = []
-            for p in group.points:
-                results.append(run_point(sweep_dir, p))
-                for listener in _listeners:
-                    listener(results[-1])
+            for _, together in itertools.groupby(group.points, key=lambda p: (p.num,) if p.turn is None else p.turn):
+                for result in run_turn(sweep_dir, list(together)):
+                    results.append(result)
+                    for listener in _listeners:
+                        listener(result)
             return results
         except BaseException as exc:
             ended = f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,121 @@
+"""Arms measured side by side, their windows taking turns: A0 B0 A1 B1 A2 B2.
+
+A speedup divides two arms' throughputs; noise of the machine that lasts longer than a window (a
+neighbour's burst, clocks) lands in it whole when one arm is measured after the other. Here the
+arms' points at one load run in threads of one process, one at a time: each holds the machine
+(server start, warm-up, windows, writing its results) and lets go only while it waits for its next
+window, which comes when every other arm still measuring has had one. An arm that ends (done or
+failed) leaves the rotation; the others go on without it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
+
+JOIN_AFTER_INTERRUPT_S = 60.0  # how long arms get to record themselves interrupted
+
+
+class Interrupted(KeyboardInterrupt):
+    """Raised in an arm whose job was interrupted (signals reach only the main thread)."""
+
+
+class Turns:
+    """Whose go it is: one arm holds the machine at a time, windows go round the arms in order."""
+
+    def __init__(self, arms: int) -> None:
+        self._cond = threading.Condition()
+        self._active = list(range(arms))  # arms still measuring, in turn order
+        self._next = 0  # the arm whose window (or start) comes next
+        self._holder: int | None = None
+        self.cancelled = False
+
+    def _wait_for_go(self, arm: int) -> None:
+        """Let go of the machine and wait until it is ``arm``'s go; then hold it."""
+        with self._cond:
+            if self._holder == arm:
+                self._holder = None
+                self._cond.notify_all()
+            self._cond.wait_for(lambda: self.cancelled or (self._holder is None and self._next == arm))
+            if self.cancelled:
+                raise Interrupted("the job was interrupted")
+            self._holder = arm
+
+    def _pass_on(self, arm: int) -> None:
+        """``arm`` had its window: the next arm still measuring goes next (it keeps the machine until
+        it waits again or leaves)."""
+        with self._cond:
+            if arm in self._active:
+                self._next = self._active[(self._active.index(arm) + 1) % len(self._active)]
+            self._cond.notify_all()
+
+    @contextmanager
+    def window(self, arm: int) -> Iterator[None]:
+        """One measured window of ``arm``, in its turn."""
+        self._wait_for_go(arm)
+        try:
+            yield
+        except Exception:
+            if self.cancelled:  # the server was stopped under it: the job's interrupt, not a failure
+                raise Interrupted("the job was interrupted during a measured window") from None
+            raise
+        finally:
+            self._pass_on(arm)
+
+    @contextmanager
+    def arm(self, arm: int) -> Iterator[None]:
+        """``arm``'s whole point: it starts in its turn and leaves the rotation however it ends."""
+        self._wait_for_go(arm)
+        try:
+            yield
+        finally:
+            with self._cond:
+                if self._next == arm and len(self._active) > 1:
+                    self._next = self._active[(self._active.index(arm) + 1) % len(self._active)]
+                self._active.remove(arm)
+                if self._holder == arm:
+                    self._holder = None
+                self._cond.notify_all()
+
+    def cancel(self) -> None:
+        with self._cond:
+            self.cancelled = True
+            self._cond.notify_all()
+
+
+def side_by_side(
+    work: Sequence[Callable[[Callable[[], object]], T]], on_interrupt: Callable[[], None]
+) -> list[T | BaseException]:
+    """Run each ``work(turn)`` in a thread of its own, one at a time, ``turn()`` entered around each of
+    its measured windows; what each returned or raised, in order. An interrupt of this (the main)
+    thread cancels the rest: arms waiting for a go raise Interrupted, ``on_interrupt`` (stopping the
+    servers) ends the window in progress, and the arms get a while to record themselves before the
+    interrupt goes on up."""
+    turns = Turns(len(work))
+    outcomes: list[T | BaseException] = [Interrupted("never started")] * len(work)
+
+    def run(i: int) -> None:
+        try:
+            with turns.arm(i):
+                outcomes[i] = work[i](lambda: turns.window(i))
+        except BaseException as exc:  # handed to the main thread
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"arm-{i}", daemon=True) for i in range(len(work))]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(timeout=0.5)  # a timed join lets SIGINT and SIGTERM reach this thread
+    except BaseException:
+        turns.cancel()
+        on_interrupt()
+        for t in threads:
+            t.join(timeout=JOIN_AFTER_INTERRUPT_S)
+        raise
+    return outcomes
