@@ -421,8 +421,8 @@ class Config:
     repeats: int = 1
     repeat: int = 0  # which launch this job is; set by specexp's sweepers
     # How a sweep's servers (its arms: drafter=none,tiny) take turns. alternate: every server of a
-    # round is up at once and the arms' points alternate at each load (A1 B1 A4 B4), so the machine's
-    # drift between two arms is one point long, not half the sweep; sequential: one server at a
+    # round is up at once and at each load the arms' windows alternate (A B A B), so the machine's
+    # drift between two arms is one window long, not half the sweep; sequential: one server at a
     # time (A1 A4 B1 B4); auto: alternate where the servers take no GPU and no fixed port, up to 4
     # of them (each holds its model in memory), unless a parallel launcher runs groups side by side.
     arms: str = "auto"

@@ -37,9 +37,9 @@ in the job's output folder, written before anything is sent to MLflow.
   until `measure.rel_ci`); leading windows whose throughput still trends are warm-up and discarded.
   Counts are summed over the steady windows and every other metric is their mean, with `<key>_ci95`
   (the 95% Student-t half-width over windows) beside it.
-- A sweep's arms (its servers: `drafter=none,tiny`) take turns at each load where their servers can
-  share the machine (`arms`, default auto: no GPU, no fixed port): all up at once, points in the
-  order A1 B1 A4 B4, so a speedup compares measurements seconds apart.
+- A sweep's arms (its servers: `drafter=none,tiny`) take turns where their servers can share the
+  machine (`arms`, default auto: no GPU, no fixed port): all up at once, and at each load their
+  windows alternate (A B A B), so a speedup compares measurements a window apart.
 - With `repeats > 1`, each point is measured on that many server launches, interleaved (A B A B); each
   launch is its own run (param `repeat`), and the sweep combines them.
 """
