@@ -1,12 +1,13 @@
 """Engine server lifecycle: launch, identity and readiness, log capture, reuse across a sweep's jobs,
 teardown.
 
-One server runs at a time per specexp process. Consecutive jobs with the same server key reuse it;
-a new key, an exception, SIGINT, SIGTERM or interpreter exit tears the whole process group down, so
-no engine process outlives specexp. A launched server is measured only once it has proven to be the
-one launched: its port was free before the launch, its process still runs, and it serves the model
-under a name that carries this launch's id (``/v1/models``), so someone else's server answering on
-the same port is never mistaken for it.
+One server runs at a time per specexp process (while a sweep's arms take turns, one per arm).
+Later jobs with the same server key reuse it; a new key, an exception, SIGINT, SIGTERM or
+interpreter exit tears the whole process group down, so no engine process outlives specexp. A
+launched server is measured only once it has proven to be the one launched: its port was free
+before the launch, its process still runs, and it serves the model under a name that carries this
+launch's id (``/v1/models``), so someone else's server answering on the same port is never
+mistaken for it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -248,31 +250,36 @@ class _Pool:
         self.servers: dict[str, Server] = {}  # least recently used first
         self.capacity = 1
         self._hooked = False
+        self._lock = threading.RLock()  # arms' threads use it; an interrupt stops it from the main thread
 
     def get(self, key: str) -> Server | None:
         """The running server for ``key``, or None after making room for its launch."""
-        server = self.servers.pop(key, None)
-        if server is not None and server.alive():
-            self.servers[key] = server
-            return server
-        if server is not None:
-            self._stop(server)
-        while len(self.servers) >= self.capacity:
-            self._stop(self.servers.pop(next(iter(self.servers))))
+        with self._lock:
+            server = self.servers.pop(key, None)
+            if server is not None and server.alive():
+                self.servers[key] = server
+                return server
+            if server is not None:
+                self._stop(server)
+            while len(self.servers) >= self.capacity:
+                self._stop(self.servers.pop(next(iter(self.servers))))
         self._hook()
         return None
 
     def add(self, server: Server) -> None:
-        self.servers[server.key] = server
+        with self._lock:
+            self.servers[server.key] = server
 
     def drop(self, server: Server) -> None:
         """Stop one server (a launch that failed), leaving the others up."""
-        self.servers.pop(server.key, None)
-        self._stop(server)
+        with self._lock:
+            self.servers.pop(server.key, None)
+            self._stop(server)
 
     def stop(self) -> None:
-        while self.servers:
-            self._stop(self.servers.pop(next(iter(self.servers))))
+        with self._lock:
+            while self.servers:
+                self._stop(self.servers.pop(next(iter(self.servers))))
 
     @staticmethod
     def _stop(server: Server) -> None:
