@@ -10,6 +10,7 @@ failed) leaves the rotation; the others go on without it.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -17,7 +18,8 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-JOIN_AFTER_INTERRUPT_S = 60.0  # how long arms get to record themselves interrupted
+RECORD_S = 10.0  # how long the interrupted arm gets to record itself before its server is stopped
+JOIN_AFTER_INTERRUPT_S = 60.0  # and then, how long the arms get to end
 
 
 class Interrupted(KeyboardInterrupt):
@@ -81,10 +83,22 @@ class Turns:
                     self._holder = None
                 self._cond.notify_all()
 
+    @property
+    def holder(self) -> int | None:
+        """The arm holding the machine (starting its server, warming up, measuring, recording)."""
+        return self._holder
+
     def cancel(self) -> None:
         with self._cond:
             self.cancelled = True
             self._cond.notify_all()
+
+
+def interrupt(thread: threading.Thread) -> None:
+    """Raise Interrupted in ``thread`` at its next bytecode, as SIGINT does in the main thread: the
+    arm records its point as interrupted, wherever it was (starting its server, warming up)."""
+    if thread.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(Interrupted))
 
 
 def side_by_side(
@@ -92,11 +106,16 @@ def side_by_side(
 ) -> list[T | BaseException]:
     """Run each ``work(turn)`` in a thread of its own, one at a time, ``turn()`` entered around each of
     its measured windows; what each returned or raised, in order. An interrupt of this (the main)
-    thread cancels the rest: arms waiting for a go raise Interrupted, ``on_interrupt`` (stopping the
-    servers) ends the window in progress, and the arms get a while to record themselves before the
-    interrupt goes on up."""
+    thread reaches the arms: the one holding the machine gets Interrupted raised in it, arms waiting
+    for a go raise it themselves, and each records its point; then ``on_interrupt`` (stopping the
+    servers) ends whatever is left, and the interrupt goes on up.
+
+    The arms are waited for on events, not Thread.join: a join cut short by KeyboardInterrupt can
+    leave the thread marked as stopped while it runs (CPython 3.11), and the interrupt would then
+    go on up while an arm still writes its results."""
     turns = Turns(len(work))
     outcomes: list[T | BaseException] = [Interrupted("never started")] * len(work)
+    ended = [threading.Event() for _ in work]
 
     def run(i: int) -> None:
         try:
@@ -104,18 +123,24 @@ def side_by_side(
                 outcomes[i] = work[i](lambda: turns.window(i))
         except BaseException as exc:  # handed to the main thread
             outcomes[i] = exc
+        finally:
+            ended[i].set()
 
     threads = [threading.Thread(target=run, args=(i,), name=f"arm-{i}", daemon=True) for i in range(len(work))]
     for t in threads:
         t.start()
     try:
-        for t in threads:
-            while t.is_alive():
-                t.join(timeout=0.5)  # a timed join lets SIGINT and SIGTERM reach this thread
+        for done in ended:
+            while not done.wait(timeout=0.5):  # a timed wait lets SIGINT and SIGTERM reach this thread
+                pass
     except BaseException:
+        holder = turns.holder
         turns.cancel()
+        if holder is not None and not ended[holder].is_set():
+            interrupt(threads[holder])
+            ended[holder].wait(RECORD_S)
         on_interrupt()
-        for t in threads:
-            t.join(timeout=JOIN_AFTER_INTERRUPT_S)
+        for done in ended:
+            done.wait(JOIN_AFTER_INTERRUPT_S)
         raise
     return outcomes

@@ -57,7 +57,9 @@ def test_an_interrupt_reaches_arms_waiting_for_their_turn() -> None:
 
     def slow(turn):
         with turn():
-            stopped.wait(5)  # "the server" is stopped by on_interrupt: the window ends
+            deadline = time.monotonic() + 5
+            while not stopped.wait(0.05) and time.monotonic() < deadline:  # a window, load in flight
+                pass
             raise ConnectionError("server gone")
 
     def waiting(turn):
@@ -73,3 +75,27 @@ def test_an_interrupt_reaches_arms_waiting_for_their_turn() -> None:
         side_by_side([slow, waiting], on_interrupt=stopped.set)
     assert stopped.is_set() and log == []
     assert issubclass(Interrupted, KeyboardInterrupt)  # point.run records an interrupted arm as interrupted
+
+
+def test_an_interrupt_reaches_the_arm_holding_the_machine_outside_a_window() -> None:
+    log: list[str] = []
+
+    def warming_up(turn):
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # busy before its first window: no server to stop here
+                time.sleep(0.01)
+        except KeyboardInterrupt:
+            log.append("A recorded interrupted")
+            raise
+
+    def interrupt_soon() -> None:
+        time.sleep(0.3)
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt_soon, daemon=True).start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        side_by_side([warming_up, arm("B", 1, log)], on_interrupt=lambda: log.append("servers stopped"))
+    assert log == ["A recorded interrupted", "servers stopped"]  # the arm first, then the teardown
+    assert time.monotonic() - start < 5
