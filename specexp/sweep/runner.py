@@ -85,11 +85,10 @@ def unmasked(overrides: list[str], own: list[str]) -> list[str]:
     out = []
     for o in overrides:
         if secrets.MASK in o:
-            if secrets.override_key(o) not in real:
-                raise ValueError(
-                    f"{secrets.override_key(o)}: its value is masked in {MANIFEST} and not among the job's overrides"
-                )
-            o = real[secrets.override_key(o)]
+            key = secrets.override_key(o)
+            if key not in real:
+                raise ValueError(f"{key}: its value is masked in {MANIFEST} and not among the job's overrides")
+            o = real[key]
         out.append(o)
     return out
 
@@ -162,6 +161,5 @@ def run_group(job_dir: Path) -> list[PointResult]:
         except BaseException as exc:
             ended = f"{type(exc).__name__}: {exc}"
             raise
-        finally:
-            server.stop()
+        finally:  # the servers go down as ``holding`` ends
             log_attempt(job_dir, event="end", status=ended)

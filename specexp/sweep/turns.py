@@ -47,12 +47,16 @@ class Turns:
                 raise Interrupted("the job was interrupted")
             self._holder = arm
 
+    def _following(self, arm: int) -> int:
+        """The arm still measuring that comes after ``arm`` (itself when it is the only one)."""
+        return self._active[(self._active.index(arm) + 1) % len(self._active)]
+
     def _pass_on(self, arm: int) -> None:
         """``arm`` had its window: the next arm still measuring goes next (it keeps the machine until
         it waits again or leaves)."""
         with self._cond:
             if arm in self._active:
-                self._next = self._active[(self._active.index(arm) + 1) % len(self._active)]
+                self._next = self._following(arm)
             self._cond.notify_all()
 
     @contextmanager
@@ -77,7 +81,7 @@ class Turns:
         finally:
             with self._cond:
                 if self._next == arm and len(self._active) > 1:
-                    self._next = self._active[(self._active.index(arm) + 1) % len(self._active)]
+                    self._next = self._following(arm)
                 self._active.remove(arm)
                 if self._holder == arm:
                     self._holder = None
