@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> None:
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     settings["torch_threads"] = torch.get_num_threads()
     log.info("starting on http://%s:%d with %s", args.host, args.port, json.dumps(settings, sort_keys=True))
-    web.run_app(server.app(), host=args.host, port=args.port, print=None, access_log=None)
+    # SIGTERM ends the running requests (BatchEngine.stop); the handlers then have seconds, not aiohttp's 60
+    web.run_app(server.app(), host=args.host, port=args.port, print=None, access_log=None, shutdown_timeout=5)
 
 
 if __name__ == "__main__":

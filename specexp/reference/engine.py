@@ -84,7 +84,8 @@ class BatchEngine:
                     while not (self.waiting or self.running or self.stopped):
                         self.cond.wait(timeout=STATS_INTERVAL_S)
                         self._log_stats()
-                    if self.stopped:
+                    if self.stopped:  # the server waits for its handlers, and they for their tokens
+                        self._fail([*self.running, *self.waiting])
                         return
                     admitted = self._admit()
                 try:
@@ -98,12 +99,17 @@ class BatchEngine:
                     self._release()
                 except Exception:
                     log.exception("engine step failed; failing the running requests")
-                    for seq in self.running:
-                        seq.finish = "error"
-                        seq.emit([], "error")
+                    self._fail(self.running)
                     self._release()
                 self.metrics.running.set(len(self.running))
                 self._log_stats()
+
+    @staticmethod
+    def _fail(seqs: list[RequestState]) -> None:
+        """End each request as failed: its client gets an error event and the stream's end."""
+        for seq in seqs:
+            seq.finish = "error"
+            seq.emit([], "error")
 
     def _admit(self) -> list[RequestState]:
         admitted = []

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import aiohttp
 import pytest
 
+from specexp.engines.base import Command
 from specexp.models.tiny import TinyPaths
 from specexp.reference.__main__ import main
+from specexp.server import free_port, spawn, terminate, wait_ready
 from tests.conftest import REPO
 from tests.reference.client import complete, run, scrape
 from tests.reference.conftest import LiveServer
@@ -88,6 +92,33 @@ def test_a_disconnected_stream_is_aborted(plain_server: LiveServer) -> None:
     assert after["request_success"] == before["request_success"]
     assert after["generation_tokens"] - before["generation_tokens"] < 1500
     assert good["usage"]["completion_tokens"] == 2
+
+
+def test_sigterm_ends_the_running_streams_and_the_server(tiny: TinyPaths, tmp_path: Path) -> None:
+    """SIGTERM (specexp's teardown, or the parent-death signal when specexp is killed) ends the
+    requests in flight with an error event and the stream's end, and the server exits: it does not
+    wait on handlers whose tokens will never come (an engine once outlived a killed specexp)."""
+    port = free_port("127.0.0.1")
+    argv = [sys.executable, "-m", "specexp.reference", "--host", "127.0.0.1", "--port", str(port)]
+    argv += ["--model", str(tiny.target), "--served-model-name", "tiny", "--threads", "1"]
+    argv += ["--max-running-requests", "2", "--num-continuous-decode-steps", "1"]
+    process = spawn(Command(argv), tmp_path / "server.log", REPO)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url + "/health", 120, process, tmp_path / "server.log")
+
+        async def go(http: aiohttp.ClientSession) -> str:
+            body = {"model": "tiny", "prompt": "x", "max_tokens": 1500, "ignore_eos": True, "stream": True}
+            async with http.post(url + "/v1/completions", json=body) as resp:
+                await resp.content.readline()  # the request is running
+                process.send_signal(signal.SIGTERM)
+                return (await resp.read()).decode()
+
+        rest = run(go)
+        process.wait(timeout=40)  # aiohttp alone would wait 60 s for the handler, then cut it off
+    finally:
+        terminate(process)
+    assert '"error"' in rest and rest.endswith("data: [DONE]\n\n"), rest[-300:]
 
 
 def cli(tiny: TinyPaths, *flags: str) -> list[str]:
