@@ -17,6 +17,7 @@ import concurrent.futures
 import contextlib
 import ctypes
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -87,10 +88,13 @@ def log_tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM if specexp itself dies without a chance to clean up (Linux)."""
+def _die_with_parent(parent: int) -> None:
+    """In the child: get SIGTERM if specexp itself dies without a chance to clean up (Linux); and
+    go at once if it died already, between the fork and this call."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 @dataclass(frozen=True)
@@ -194,7 +198,7 @@ def spawn(command: Command, log_path: Path, cwd: Path | None = None) -> subproce
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=functools.partial(_die_with_parent, os.getpid()),
         ).result()
 
 
