@@ -334,7 +334,7 @@ def log_point(
     """One point as one run (a child of its sweep's parent when there is one), opened now unless
     ``run_id`` (or a run with the point's ``specexp.point_id``) was opened when its window started;
     ended at ``end_time``; returns its id. A run uploaded completely before is left as it is, one
-    left half done is completed: uploading again adds nothing."""
+    left half done (KILLED) is completed: uploading again adds nothing."""
     mlflow = client(cfg)
     point_id = tags.get(POINT_ID)
     if run_id is None and point_id:
@@ -348,6 +348,9 @@ def log_point(
             if path.exists():
                 mlflow.log_artifact(run_id, str(path))
         mlflow.set_tag(run_id, UPLOADED, "true")
-    finally:
-        mlflow.set_terminated(run_id, status, end_time=end_time)
+    except BaseException:  # cut short (an interrupt, the store): never FINISHED half uploaded
+        with contextlib.suppress(Exception):
+            mlflow.set_terminated(run_id, "KILLED", end_time=end_time)
+        raise
+    mlflow.set_terminated(run_id, status, end_time=end_time)
     return run_id

@@ -4,6 +4,7 @@ import logging
 import time
 from pathlib import Path
 
+import pytest
 from mlflow import MlflowClient
 
 from specexp import tracking
@@ -63,3 +64,23 @@ def test_new_store_says_nothing_about_its_tables(tmp_path, caplog) -> None:
     with caplog.at_level(logging.INFO):
         tracking.experiment_id(tracking.client(cfg), cfg, tmp_path)
     assert not [r for r in caplog.records if r.levelno < logging.WARNING and r.name.startswith(("mlflow", "alembic"))]
+
+
+def test_an_upload_cut_short_is_not_finished_and_the_next_one_completes_it(tmp_path) -> None:
+    cfg = store(tmp_path)
+    tags = {tracking.POINT_ID: "p1"}
+
+    def cut_short():
+        raise KeyboardInterrupt  # Ctrl-C half way through the upload
+        yield
+
+    with pytest.raises(KeyboardInterrupt):
+        tracking.log_point(cfg, tmp_path, "p", {"x": 1.0}, {}, tags, cut_short(), "FINISHED", None)
+    mlflow = MlflowClient(cfg.uri)
+    (run,) = mlflow.search_runs([tracking.experiment_id(mlflow, cfg, tmp_path)])
+    assert run.info.status == "KILLED" and tracking.UPLOADED not in run.data.tags  # never FINISHED half done
+
+    again = tracking.log_point(cfg, tmp_path, "p", {"x": 1.0}, {"drafter.name": "tiny"}, tags, [], "FINISHED", None)
+    run = mlflow.get_run(again)
+    assert again == run.info.run_id and run.info.status == "FINISHED"
+    assert run.data.tags[tracking.UPLOADED] == "true" and run.data.params["drafter.name"] == "tiny"
