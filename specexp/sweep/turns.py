@@ -34,11 +34,13 @@ class Turns:
         self._active = list(range(arms))  # arms still measuring, in turn order
         self._next = 0  # the arm whose window (or start) comes next
         self._holder: int | None = None
+        self._between: set[int] = set()  # arms past a window, not yet waiting for the next (recording?)
         self.cancelled = False
 
     def _wait_for_go(self, arm: int) -> None:
         """Let go of the machine and wait until it is ``arm``'s go; then hold it."""
         with self._cond:
+            self._between.discard(arm)
             if self._holder == arm:
                 self._holder = None
                 self._cond.notify_all()
@@ -57,6 +59,7 @@ class Turns:
         with self._cond:
             if arm in self._active:
                 self._next = self._following(arm)
+            self._between.add(arm)
             self._cond.notify_all()
 
     @contextmanager
@@ -92,6 +95,12 @@ class Turns:
         """The arm holding the machine (starting its server, warming up, measuring, recording)."""
         return self._holder
 
+    def measuring(self, arm: int) -> bool:
+        """Whether ``arm`` is starting or in a window: an interrupt cuts that short. Past a window it
+        either records its point (its last window) or raises Interrupted as it waits for its next."""
+        with self._cond:
+            return arm not in self._between
+
     def cancel(self) -> None:
         with self._cond:
             self.cancelled = True
@@ -110,9 +119,10 @@ def side_by_side(
 ) -> list[T | BaseException]:
     """Run each ``work(turn)`` in a thread of its own, one at a time, ``turn()`` entered around each of
     its measured windows; what each returned or raised, in order. An interrupt of this (the main)
-    thread reaches the arms: the one holding the machine gets Interrupted raised in it, arms waiting
-    for a go raise it themselves, and each records its point; then ``on_interrupt`` (stopping the
-    servers) ends whatever is left, and the interrupt goes on up.
+    thread reaches the arms: the one holding the machine gets Interrupted raised in it (unless it is
+    past its last window, recording its point: that is let finish), arms waiting for a go raise it
+    themselves, and each records its point; then ``on_interrupt`` (stopping the servers) ends
+    whatever is left, and the interrupt goes on up.
 
     The arms are waited for on events, not Thread.join: a join cut short by KeyboardInterrupt can
     leave the thread marked as stopped while it runs (CPython 3.11), and the interrupt would then
@@ -131,17 +141,21 @@ def side_by_side(
             ended[i].set()
 
     threads = [threading.Thread(target=run, args=(i,), name=f"arm-{i}", daemon=True) for i in range(len(work))]
-    for t in threads:
-        t.start()
     try:
+        for t in threads:
+            t.start()
         for done in ended:
             while not done.wait(timeout=0.5):  # a timed wait lets SIGINT and SIGTERM reach this thread
                 pass
     except BaseException:
         holder = turns.holder
         turns.cancel()
+        for t, done in zip(threads, ended, strict=True):
+            if t.ident is None:  # interrupted before it started: nothing to wait for
+                done.set()
         if holder is not None and not ended[holder].is_set():
-            interrupt(threads[holder])
+            if turns.measuring(holder):
+                interrupt(threads[holder])
             ended[holder].wait(RECORD_S)
         on_interrupt()
         for done in ended:
