@@ -9,7 +9,6 @@ changed, so a second sync adds nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -17,17 +16,8 @@ from omegaconf import OmegaConf
 
 from specexp import point, tracking
 from specexp.config import ConfigError, TrackingConfig
-from specexp.result import PointResult
 from specexp.sweep import folder
 from specexp.sweep.recorder import SweepRecorder
-
-
-def upload_point(tracking_cfg: TrackingConfig, outputs: Path, job_dir: Path) -> PointResult:
-    """One job folder's point, uploaded unless it is already (its run id is then in results.json)."""
-    result = PointResult.from_json(json.loads((job_dir / point.RESULTS).read_text()))
-    if result.status != "dry_run" and not (result.run_id and tracking.POINT_ID not in result.tags):
-        point.upload(tracking_cfg, outputs, result, job_dir)
-    return result
 
 
 def sync_run(run_dir: Path) -> None:
@@ -35,7 +25,7 @@ def sync_run(run_dir: Path) -> None:
     cfg = TrackingConfig(**{**OmegaConf.to_container(config.tracking), "enabled": True})
     outputs = Path(config.outputs)
     tracking.check(cfg, outputs)
-    result = upload_point(cfg, outputs, run_dir)
+    result = point.upload_saved(cfg, outputs, run_dir)
     print(f"{run_dir}: run {result.run_id} in {cfg.uri}")
 
 
@@ -44,9 +34,7 @@ def sync_sweep(sweep_dir: Path) -> bool:
     record = folder.read_record(sweep_dir) or {}
     tracking.check(TrackingConfig(**{**record["tracking"], "enabled": True}), Path(record["outputs"]))
     recorder = SweepRecorder.of(sweep_dir)
-    results = []
-    for number in folder.job_results(sweep_dir):
-        results.append(upload_point(recorder.tracking, recorder.outputs, sweep_dir / str(number)))
+    results = recorder.completed()
     extra = [sweep_dir / n for n in ("trials.csv", "best.csv")]  # an Optuna sweep's
     recorder.finish(folder.current(results), record.get("state") != "finished", extra_files=extra, show=False)
     print(f"{sweep_dir}: {len(results)} point(s), parent run {recorder.parent_id} in {recorder.tracking.uri}")

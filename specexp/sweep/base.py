@@ -293,6 +293,8 @@ class LaunchingSweeper(Sweeper):
             except tracking.TrackingFailed as exc:
                 console.print(f"[red]tracking failed[/red]: {exc}")
                 raise SystemExit(tracking.TRACKING_FAILED) from None
+            if run.earlier:  # a resumed sweep: uploads an interrupt cut short are completed
+                run.earlier = run.recorder.completed()
         interrupted = True
         try:
             body(run)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from specexp import tracking
+from specexp import point, tracking
 from specexp.config import TrackingConfig
 from specexp.console import console, points_table
 from specexp.report.analysis import apply
@@ -91,6 +91,20 @@ class SweepRecorder:
             record.get("params", {}),
             record.get("settings", []),
         )
+
+    def completed(self) -> list[PointResult]:
+        """The sweep's points on disk, any upload an interrupt or the store cut short completed (a
+        point keeps results.json; uploading a complete one again adds nothing)."""
+        done = []
+        for number, row in folder.job_results(self.sweep_dir).items():
+            try:
+                if self.parent_id is not None:
+                    row = point.upload_saved(self.tracking, self.outputs, self.sweep_dir / str(number))
+            except Exception:
+                self.untracked = True
+                log.exception("could not upload point %d of %s", number, self.sweep_dir)
+            done.append(row)
+        return done
 
     def _write_record(self, state: str, name: str | None = None, params: dict[str, str] | None = None) -> None:
         earlier = folder.read_record(self.sweep_dir) or {}

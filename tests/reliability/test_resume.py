@@ -59,3 +59,22 @@ def test_resume_reruns_only_what_did_not_finish(ws) -> None:
     assert again.returncode == 0, again.stderr[-3000:]
     assert not (sweep / "3").exists() and ws.sweeps() == [sweep]
     assert len(ws.runs()) == len(runs)
+
+
+def test_resume_completes_an_upload_an_interrupt_cut_short(ws) -> None:
+    """An interrupt can land while a finished point uploads (its results.json is written first): the
+    run is left KILLED, not marked uploaded, and resuming the sweep completes it."""
+    small = ["drafter=none", "batch=1", "workload.num_prompts=8", "workload.output_len=8"]
+    run = ws.run(*small, "-m", timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    (sweep,) = ws.sweeps()
+    (point,) = [r for r in ws.runs() if r.data.tags.get("specexp.role") != "parent"]
+    mlflow = ws.mlflow()
+    mlflow.delete_tag(point.info.run_id, "specexp.uploaded")  # as the interrupt left it
+    mlflow.set_terminated(point.info.run_id, "KILLED")
+
+    again = ws.run(f"resume={sweep.name}", *small, "-m", timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    completed = mlflow.get_run(point.info.run_id)
+    assert completed.info.status == "FINISHED" and completed.data.tags["specexp.uploaded"] == "true"
+    assert not (sweep / "1").exists()  # completed, not measured again
