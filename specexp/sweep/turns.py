@@ -95,11 +95,14 @@ class Turns:
         """The arm holding the machine (starting its server, warming up, measuring, recording)."""
         return self._holder
 
-    def measuring(self, arm: int) -> bool:
-        """Whether ``arm`` is starting or in a window: an interrupt cuts that short. Past a window it
-        either records its point (its last window) or raises Interrupted as it waits for its next."""
+    def interrupt(self, arm: int, thread: threading.Thread) -> None:
+        """Raise Interrupted in ``arm``'s ``thread`` if it is starting or in a window. Decided and sent
+        under the lock a window's end takes, so it lands inside that window, never in the recording
+        after it; an arm past a window records its point (its last window) or raises Interrupted as
+        it waits for its next."""
         with self._cond:
-            return arm not in self._between
+            if arm not in self._between:
+                _raise_in(thread)
 
     def cancel(self) -> None:
         with self._cond:
@@ -107,7 +110,7 @@ class Turns:
             self._cond.notify_all()
 
 
-def interrupt(thread: threading.Thread) -> None:
+def _raise_in(thread: threading.Thread) -> None:
     """Raise Interrupted in ``thread`` at its next bytecode, as SIGINT does in the main thread: the
     arm records its point as interrupted, wherever it was (starting its server, warming up)."""
     if thread.ident is not None:
@@ -154,8 +157,7 @@ def side_by_side(
             if t.ident is None:  # interrupted before it started: nothing to wait for
                 done.set()
         if holder is not None and not ended[holder].is_set():
-            if turns.measuring(holder):
-                interrupt(threads[holder])
+            turns.interrupt(holder, threads[holder])
             ended[holder].wait(RECORD_S)
         on_interrupt()
         for done in ended:
