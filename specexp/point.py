@@ -484,10 +484,9 @@ def upload(
     return result.run_id
 
 
-def upload_saved(tracking_cfg: TrackingConfig, outputs: Path, job_dir: Path) -> PointResult:
-    """A job folder's point, its upload completed unless it was complete (an interrupt may have cut
-    it short after results.json was written); one from before point ids is left as it is."""
-    result = PointResult.from_json(json.loads((job_dir / RESULTS).read_text()))
+def upload_saved(tracking_cfg: TrackingConfig, outputs: Path, result: PointResult, job_dir: Path) -> PointResult:
+    """A point read back from ``job_dir``, its upload completed unless it was complete (an interrupt
+    may have cut it short after results.json was written); one from before point ids is left as it is."""
     if result.status != "dry_run" and not (result.run_id and tracking.POINT_ID not in result.tags):
         upload(tracking_cfg, outputs, result, job_dir)
     return result

@@ -266,7 +266,7 @@ class _Pool:
             if server is not None:
                 self._stop(server)
             while len(self.servers) >= self.capacity:
-                self._stop(self.servers.pop(next(iter(self.servers))))
+                self._stop_oldest()
         self._hook()
         return None
 
@@ -283,7 +283,10 @@ class _Pool:
     def stop(self) -> None:
         with self._lock:
             while self.servers:
-                self._stop(self.servers.pop(next(iter(self.servers))))
+                self._stop_oldest()
+
+    def _stop_oldest(self) -> None:
+        self._stop(self.servers.pop(next(iter(self.servers))))
 
     @staticmethod
     def _stop(server: Server) -> None:

@@ -9,6 +9,7 @@ changed, so a second sync adds nothing.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from omegaconf import OmegaConf
 
 from specexp import point, tracking
 from specexp.config import ConfigError, TrackingConfig
+from specexp.result import PointResult
 from specexp.sweep import folder
 from specexp.sweep.recorder import SweepRecorder
 
@@ -25,7 +27,8 @@ def sync_run(run_dir: Path) -> None:
     cfg = TrackingConfig(**{**OmegaConf.to_container(config.tracking), "enabled": True})
     outputs = Path(config.outputs)
     tracking.check(cfg, outputs)
-    result = point.upload_saved(cfg, outputs, run_dir)
+    saved = PointResult.from_json(json.loads((run_dir / point.RESULTS).read_text()))
+    result = point.upload_saved(cfg, outputs, saved, run_dir)
     print(f"{run_dir}: run {result.run_id} in {cfg.uri}")
 
 

@@ -99,7 +99,7 @@ class SweepRecorder:
         for number, row in folder.job_results(self.sweep_dir).items():
             try:
                 if self.parent_id is not None:
-                    row = point.upload_saved(self.tracking, self.outputs, self.sweep_dir / str(number))
+                    row = point.upload_saved(self.tracking, self.outputs, row, self.sweep_dir / str(number))
             except Exception:
                 self.untracked = True
                 log.exception("could not upload point %d of %s", number, self.sweep_dir)
