@@ -5,12 +5,18 @@ engine) N times with the default settings and N times with `measure.rel_ci=0.03`
 `--settings sequential`, one server after the other, `arms=sequential`; with `--settings repeats`,
 `repeats=3`: three interleaved launches per point), each in a fresh
 folder, and reads every sweep's break-even interval back from its points' results.json (the same
-analysis the sweep ran). Three figures per setting:
+analysis the sweep ran). Figures per setting:
 
 - agree: the most runs whose 95% break-even intervals share a batch (goal: 9 of 10);
 - pairs: the share of pairs of runs whose intervals overlap;
 - informative: the runs whose interval is not (-inf, +inf), which agrees with anything and says
-  nothing ("+inf, +inf": speculation pays at every measured batch, is a definite answer).
+  nothing ("+inf, +inf": speculation pays at every measured batch, is a definite answer);
+- batch 1 pays: the runs that class batch 1 "pays" (goal: 9 of 10), and how many runs' batch-1
+  speedup intervals share a value;
+- paired / unpaired: the median, over every speculative point of every run, of the paired speedup
+  interval's half-width over the unpaired one's (goal: at most 1/3), and how many points were paired;
+- host load: per run, the mean 1-minute load average per core over its points' windows (and the
+  load client's highest share of a core).
 
 An interval may be open ("break-even above 12": +inf) when in more than 2.5% of its draws speculation
 paid at every batch; open ends overlap like any other. Figures only, not a test.
@@ -25,6 +31,7 @@ import itertools
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specexp.report.analysis import apply
+from specexp.report.verdict import PAYS, times, verdict_class
 from specexp.result import PointResult
 
 ENVELOPE = ["drafter=none,tiny", "batch=1,4,8,16", "tracking.enabled=false"]
@@ -54,6 +62,14 @@ class Outcome:
     hi: float
     verdict: str
     seconds: float
+    batch1: str  # its class at batch 1
+    batch1_interval: tuple[float, float]
+    batch1_text: str
+    widths: list[tuple[float, float]]  # per speculative point: (paired half-width, unpaired half-width)
+    paired: int  # speculative points whose speedup was paired
+    points: int
+    host_load: float  # mean load average per core over the points
+    client_cpu: float  # the load client's highest share of a core
 
 
 def run_sweep(workdir: Path, extra: list[str], outputs: Path) -> Outcome:
@@ -70,7 +86,30 @@ def run_sweep(workdir: Path, extra: list[str], outputs: Path) -> Outcome:
     ]
     (series,) = apply(results).series
     verdict = (workdir / "multirun" / "verdict.txt").read_text().strip()
-    return Outcome(series.crossover, series.lo, series.hi, verdict, seconds)
+    first = series.points[min(series.points)]
+    spec = [r for r in results if r.speculative and "speedup" in r.metrics]
+    widths = [
+        (r.metrics["speedup_ci95"], r.metrics["speedup_unpaired_ci95"])
+        for r in spec
+        if "speedup_ci95" in r.metrics and "speedup_unpaired_ci95" in r.metrics
+    ]
+    cpus = float(os.cpu_count() or 1)
+    loads = [r.metrics["host_load1"] / cpus for r in results if "host_load1" in r.metrics]
+    return Outcome(
+        series.crossover,
+        series.lo,
+        series.hi,
+        verdict,
+        seconds,
+        verdict_class(first),
+        (first.lo, first.hi),
+        times(first),
+        widths,
+        sum(r.tags.get("specexp.speedup_method") == "paired" for r in spec),
+        len(spec),
+        sum(loads) / len(loads) if loads else math.nan,
+        max((r.metrics.get("client_cpu", 0.0) for r in results), default=0.0),
+    )
 
 
 def most_agreeing(intervals: list[tuple[float, float]]) -> int:
@@ -110,8 +149,10 @@ def main() -> None:
             outcomes.append(outcome)
             point = f"{outcome.crossover:.1f}" if outcome.crossover is not None else "-"
             print(
-                f"{name} {i + 1}/{args.n}: break-even {point} [{bound(outcome.lo)}, {bound(outcome.hi)}] "
-                f"in {outcome.seconds:.0f} s, load average {os.getloadavg()[0]:.1f} | {outcome.verdict}",
+                f"{name} {i + 1}/{args.n}: break-even {point} [{bound(outcome.lo)}, {bound(outcome.hi)}]; batch 1 "
+                f"{outcome.batch1} {outcome.batch1_text}; {outcome.paired} of {outcome.points} points paired; "
+                f"host load {outcome.host_load:.2f} per core (client {outcome.client_cpu:.0%} of a core) "
+                f"in {outcome.seconds:.0f} s | {outcome.verdict}",
                 flush=True,
             )
         intervals = [(o.lo, o.hi) for o in outcomes]
@@ -120,10 +161,19 @@ def main() -> None:
         estimates = [o.crossover for o in outcomes if o.crossover is not None]
         informative = sum((lo, hi) != (-math.inf, math.inf) for lo, hi in intervals)
         spread = f"{min(estimates):.1f}-{max(estimates):.1f}" if estimates else "-"
+        pays = sum(o.batch1 == PAYS for o in outcomes)
+        batch1_agree = most_agreeing([o.batch1_interval for o in outcomes])
+        ratios = sorted(p / u for o in outcomes for p, u in o.widths if u > 0)
+        median = statistics.median(ratios) if ratios else math.nan
+        paired = sum(o.paired for o in outcomes)
+        points = sum(o.points for o in outcomes)
+        loads = ", ".join(f"{o.host_load:.2f}" for o in outcomes)
         summary.append(
-            f"{name:8s} n={args.n}: {agree} of {args.n} intervals share a batch; {hit} of {pairs} pairs overlap; "
-            f"{informative} of {args.n} informative; "
-            f"point estimates {spread}; {sum(o.seconds for o in outcomes) / len(outcomes):.0f} s per sweep"
+            f"{name:8s} n={args.n}: {agree} of {args.n} break-even intervals share a batch; {hit} of {pairs} pairs "
+            f"overlap; {informative} of {args.n} informative; point estimates {spread}; batch 1 pays in {pays} of "
+            f"{args.n} ({batch1_agree} of {args.n} batch-1 intervals share a value); paired/unpaired half-width "
+            f"median {median:.2f} over {len(ratios)} points ({paired} of {points} paired); host load per core by "
+            f"run: {loads}; {sum(o.seconds for o in outcomes) / len(outcomes):.0f} s per sweep"
         )
     print("\n" + "\n".join(summary))
     print(f"sweeps kept in {root}" if args.keep else "")

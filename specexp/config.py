@@ -365,8 +365,11 @@ class MeasureConfig:
     windows: int = 3  # steady windows per point (the least, with rel_ci); 1: no interval
     # Precision target: more windows until output_throughput's 95% half-width / mean <= rel_ci.
     rel_ci: float | None = None
-    max_windows: int = 12  # windows per point at most, warm-up ones included
+    max_windows: int = 12  # measured windows per point at most
     max_s: float | None = None  # seconds of windows per point at most; None: no limit
+    # Whole windows (workload.num_prompts requests in a closed loop at the point's concurrency) run and
+    # discarded after the warm-up requests, before the first measured window: the stated warm-up phase.
+    warmup_windows: int = 1
 
     def __post_init__(self) -> None:
         if self.windows < 1:
@@ -381,6 +384,8 @@ class MeasureConfig:
             raise ConfigError("measure.windows", "a precision target needs an interval", "use measure.windows >= 2")
         if self.max_s is not None and self.max_s <= 0:
             raise ConfigError("measure.max_s", f"{self.max_s} <= 0", "give a positive number of seconds, or null")
+        if self.warmup_windows < 0:
+            raise ConfigError("measure.warmup_windows", f"{self.warmup_windows} < 0", "use 0 (none) or more")
 
 
 @dataclass

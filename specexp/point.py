@@ -183,7 +183,8 @@ async def measure_windows(
     received: list[RequestRecord],
     window: Callable[[], AbstractContextManager[None]] = nullcontext,
 ) -> None:
-    """Warm-up, then consecutive windows until enough (specexp.metrics.windows), each inside
+    """Warm-up (``workload.warmup`` requests, then ``measure.warmup_windows`` discarded windows), then
+    consecutive windows until enough (specexp.metrics.windows), each inside
     ``window``: counters, the measured requests on fresh prompts (closed or open loop), counters, and
     the host's noise context. Windows are appended as they finish, and each record of the window in
     progress joins ``received`` as it finishes, so a point cut short by the server's death keeps
@@ -198,6 +199,10 @@ async def measure_windows(
         if warm:
             load = run_closed_loop(http, base_url, shape, warm, cfg.streams, engine.observe, warmup=True)
             await watched(load, srv, "during warm-up")
+        for k in range(cfg.measure.warmup_windows):  # whole windows at the point's concurrency, discarded
+            items = make_prompts(w, w.measured(cfg.streams), f"{stream}/warmup-window{k}", warmup=True)
+            load = run_closed_loop(http, base_url, shape, items, cfg.streams, engine.observe, warmup=True)
+            await watched(load, srv, "during a warm-up window")
         start = time.monotonic()
         while more_windows([m.metrics.get(TREND_KEY, 0.0) for m in windows], cfg.measure, time.monotonic() - start):
             index = len(windows)
@@ -205,6 +210,7 @@ async def measure_windows(
             with window():
                 before = await watched(engine.read_counters(http, base_url), srv, "before a measured window")
                 host = HostSample.now()
+                started = time.time()  # the window's span (epoch s): evidence of arms taking turns
                 turns = sum(len(c.turns) for c in items)
                 with load_progress(turns, f"{load_label(cfg)} window {index + 1}") as on_done:
 
@@ -223,7 +229,7 @@ async def measure_windows(
                     else:
                         load = run_closed_loop(http, base_url, shape, items, cfg.batch, engine.observe, keep)
                     records = await watched(load, srv, "during a measured window")
-                context = noise(host, HostSample.now())
+                context = noise(host, HostSample.now()) | {"window_start": started, "window_end": time.time()}
                 after = await watched(engine.read_counters(http, base_url), srv, "after a measured window")
             for record in records:
                 record.window = index

@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# Suffixes a sweep adds to a measured key: the 95% half-width and the standard deviation.
-INTERVAL_SUFFIXES = ("_ci95", "_std")
+# Suffixes a sweep adds to a measured key: the 95% half-width, the standard deviation, and the 95%
+# interval's bounds (for an interval that is not symmetric: ratios, rates, proportions).
+INTERVAL_SUFFIXES = ("_ci95", "_std", "_lo", "_hi")
 LATENCY_STATS = ("mean", "p50", "p90", "p99")
 LENGTH_STATS = ("mean", "p50", "p90")
 
@@ -54,6 +55,27 @@ _T, _L, _S, _C, _M, _W = (
     "Sweep level",
 )
 _O = "Load and SLOs"
+
+# A speculative point's ratios to its baseline: key, header, what is divided. closed loop: speedup,
+# decode_speedup, goodput_ratio; rate: decode_speedup, goodput_ratio, ttft_ratio, tpot_ratio.
+RATIO_METRICS = (
+    (
+        "speedup",
+        "speedup",
+        "closed loop only: output_throughput / that of the baseline, the point of the same sweep that differs only "
+        "in drafter=none (a rate point has none: both arms carry the offered rate)",
+    ),
+    ("decode_speedup", "stream speedup", "decode_speed_mean / that of the baseline"),
+    ("goodput_ratio", "goodput ratio", "goodput / that of the baseline (with an SLO set)"),
+    ("ttft_ratio", "TTFT ratio", "rate points: ttft_ms_mean / that of the baseline at the same offered rate"),
+    ("tpot_ratio", "TPOT ratio", "rate points: tpot_ms_mean / that of the baseline at the same offered rate"),
+)
+_PAIRED = (
+    ". Paired where the arms' windows took turns (their start and end times show window i of each beside "
+    "window i of the other, tag specexp.speedup_method=paired): exp(mean of the partners' log ratios ± "
+    "t(0.975, pairs − 1) · se), Student-t over the pairs; else the unpaired ratio (_unpaired). The interval is "
+    "asymmetric: _lo/_hi bound it, _ci95 is half its width"
+)
 
 METRICS: tuple[Metric, ...] = (
     Metric(
@@ -181,7 +203,8 @@ METRICS: tuple[Metric, ...] = (
         "mean",
         True,
         "measured requests meeting every SLO set (first chunk − arrival ≤ slo.ttft_ms, TPOT ≤ slo.tpot_ms; the "
-        "arrival is the scheduled one in an open loop) / window seconds; only with an SLO set",
+        "arrival is the scheduled one in an open loop) / window seconds; only with an SLO set. Its interval is "
+        "made on the log scale (mean × exp(± t · se / mean), bounds in _lo/_hi): never below 0",
         _O,
     ),
     Metric(
@@ -191,7 +214,19 @@ METRICS: tuple[Metric, ...] = (
         3,
         "mean",
         True,
-        "requests meeting every SLO set / measured requests (a failed request meets none); only with an SLO set",
+        "requests meeting every SLO set / measured requests (a failed request meets none), pooled over the "
+        "point's windows; its interval (_lo/_hi, _ci95 half its width) is Clopper-Pearson's exact binomial one "
+        "over the requests, never outside [0, 1]; only with an SLO set",
+        _O,
+    ),
+    Metric(
+        "slo_met",
+        "SLO met n",
+        "count",
+        0,
+        "sum",
+        None,
+        "measured requests meeting every SLO set (slo_attainment's numerator); only with an SLO set",
         _O,
     ),
     Metric(
@@ -324,7 +359,8 @@ METRICS: tuple[Metric, ...] = (
         0,
         "sum",
         None,
-        "steady windows the point's metrics are averaged over (consecutive, on one server launch)",
+        "measured windows the point's metrics are averaged over (consecutive, on one server launch, after the "
+        "warm-up phase: workload.warmup requests, then measure.warmup_windows whole windows, discarded)",
         _M,
     ),
     Metric(
@@ -334,8 +370,9 @@ METRICS: tuple[Metric, ...] = (
         0,
         "sum",
         None,
-        "leading windows discarded because their throughput was still trending (outside the 95% prediction "
-        "interval of the windows after them)",
+        "measured windows discarded as warm-up: always 0 (the warm-up is a stated phase before the first "
+        "measured window, measure.warmup_windows; no measured window is dropped after the fact). Before that "
+        "rule: leading windows outside the 95% prediction interval of the ones after them",
         _M,
     ),
     Metric(
@@ -345,8 +382,7 @@ METRICS: tuple[Metric, ...] = (
         0,
         "mean",
         None,
-        "1 when the point reached measure.windows steady windows; 0 when measure.max_windows or "
-        "measure.max_s stopped it while its throughput was still trending",
+        "1 when the point reached measure.windows windows; 0 when measure.max_s stopped it before",
         _M,
     ),
     Metric(
@@ -380,24 +416,34 @@ METRICS: tuple[Metric, ...] = (
         "near 1 the client, not the server, may set the pace",
         _M,
     ),
-    Metric(
-        "speedup",
-        "speedup",
-        "",
-        2,
-        "mean",
-        True,
-        "output_throughput / that of the baseline: the point of the same sweep that differs only in drafter=none",
-        _W,
+    *(
+        metric
+        for key, header, definition in RATIO_METRICS
+        for metric in (
+            Metric(key, header, "", 2, "mean", key not in ("ttft_ratio", "tpot_ratio"), definition + _PAIRED, _W),
+            Metric(
+                f"{key}_unpaired",
+                f"{header} unpaired",
+                "",
+                2,
+                "mean",
+                key not in ("ttft_ratio", "tpot_ratio"),
+                f"{key} as the ratio of the two arms' means, their windows taken as independent: log(ratio) ± "
+                "t · √((se/mean)² + (se/mean)²), Welch-Satterthwaite degrees of freedom, exponentiated; kept beside "
+                "the paired figure for comparison",
+                _W,
+            ),
+        )
     ),
     Metric(
-        "decode_speedup",
-        "stream speedup",
-        "",
-        2,
-        "mean",
-        True,
-        "decode_speed_mean / that of the baseline",
+        "windows_paired",
+        "window pairs",
+        "count",
+        0,
+        "sum",
+        None,
+        "window pairs a speculative point's ratios were estimated from (window i beside its baseline's window i); "
+        "0: unpaired (tag specexp.speedup_method says which)",
         _W,
     ),
     Metric(
@@ -407,8 +453,10 @@ METRICS: tuple[Metric, ...] = (
         1,
         "mean",
         True,
-        "per drafter (parent run): the largest batch at which speculation still wins on output_throughput, "
-        "interpolated in log2(batch) between measured batches; absent when it always or never wins",
+        "per drafter (parent run): the batch at which speculation stops winning on output_throughput (speedup "
+        "first below 1), interpolated in log2(batch) between measured batches; absent when it always or never "
+        "wins. Its 95% bounds (_lo/_hi) are the 2.5% tails of the crossings of joint draws of every point's "
+        "speedup distribution, the draws the verdict's classes are decided on",
         _W,
         labelled=True,
         level="sweep",
@@ -420,9 +468,9 @@ METRICS: tuple[Metric, ...] = (
         2,
         "mean",
         True,
-        "per drafter (parent run), rate sweeps: the largest request rate at which speculation still wins on "
-        "per-stream decode speed (decode_speedup ≥ 1), interpolated in log2(rate) between measured rates; absent "
-        "when it always or never wins",
+        "per drafter (parent run), rate sweeps: the request rate at which speculation stops winning on "
+        "per-stream decode speed (decode_speedup first below 1), interpolated in log2(rate) between measured "
+        "rates; absent when it always or never wins; bounds as crossover_batch's",
         _W,
         labelled=True,
         level="sweep",
@@ -434,9 +482,10 @@ METRICS: tuple[Metric, ...] = (
         2,
         "mean",
         True,
-        "per series (parent run, the baseline included), rate sweeps: the largest request rate at which "
-        "slo_attainment ≥ slo.target, interpolated in log2(rate) between the last rate meeting it and the next; "
-        "absent when every or no measured rate meets it",
+        "per series (parent run, the baseline included), rate sweeps: the request rate at which slo_attainment "
+        "first falls below slo.target, interpolated in log2(rate) between the rate before and that one; absent "
+        "when every or no measured rate meets it; bounds drawn from each attainment's Clopper-Pearson "
+        "distribution as crossover_batch's",
         _W,
         labelled=True,
         level="sweep",

@@ -29,11 +29,11 @@ def meets(r: RequestRecord, slo: SloConfig) -> bool:
 
 
 def compute(records: Sequence[RequestRecord], slo: SloConfig) -> dict[str, float]:
-    """``goodput`` (requests meeting every target / window seconds) and ``slo_attainment`` (their share
-    of the measured requests); {} when no target is set."""
+    """``goodput`` (requests meeting every target / window seconds), ``slo_met`` (their count) and
+    ``slo_attainment`` (their share of the measured requests); {} when no target is set."""
     if not slo.given or not records:
         return {}
     good = sum(meets(r, slo) for r in records)
-    out = {"slo_attainment": good / len(records)}
+    out = {"slo_met": float(good), "slo_attainment": good / len(records)}
     window = window_s(records)
     return out | ({"goodput": good / window} if window > 0 else {})

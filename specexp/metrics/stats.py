@@ -1,9 +1,18 @@
-"""Statistics over repeated measurements: means with 95% Student-t intervals, ratios of them, and
-launches of one point combined.
+"""Statistics over repeated measurements, one interval engine for all of them: every estimate is a
+sampling distribution, its 95% interval is that distribution's 2.5% and 97.5% quantiles, and every
+decision made on it (a verdict's class, a break-even's interval) reads the same distribution, drawn
+on the same quantile grid.
 
-Intervals are Student-t: a point is measured in a handful of windows, and a normal interval (or a
-plain bootstrap, which has only ten distinct means to draw from three windows) would be too narrow
-exactly when the verdict needs to be careful.
+Three kinds of estimate, each saying how its interval is made:
+
+- ``linear``: a mean of independent samples (windows, launches) with a Student-t interval,
+  ``value ± t(0.975, df) · se``; exact quantiles from scipy. A point is measured in a handful of
+  windows, and a normal interval (or a bootstrap, which has ten distinct means to draw from three
+  windows) would be too narrow exactly when the verdict needs to be careful.
+- ``log``: a positive quantity (a ratio of two arms, a rate) whose Student-t interval is made on
+  log(value), ``exp(log value ± t · se)``: asymmetric, and never below 0. ``se`` is on the log scale.
+- ``proportion``: ``value`` = k / n over ``n`` trials (``df`` holds n), with the Clopper-Pearson
+  (exact binomial) interval: never outside [0, 1].
 """
 
 from __future__ import annotations
@@ -11,65 +20,104 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 import numpy as np
+from scipy import special, stats
 
-# Two-sided 95% Student-t quantiles by degrees of freedom; 1.96 beyond the table.
-_T95 = {
-    1: 12.706,
-    2: 4.303,
-    3: 3.182,
-    4: 2.776,
-    5: 2.571,
-    6: 2.447,
-    7: 2.365,
-    8: 2.306,
-    9: 2.262,
-    10: 2.228,
-    12: 2.179,
-    15: 2.131,
-    20: 2.086,
-    25: 2.060,
-    30: 2.042,
-}
+LEVEL = 0.95
+TAIL = (1 - LEVEL) / 2  # 0.025
+# Each estimate's distribution is drawn as its quantiles at k / (DRAWS + 1), k = 1..DRAWS: with DRAWS + 1 a
+# multiple of 40, the TAIL_COUNT-th smallest draw is exactly the 2.5% quantile (and the TAIL_COUNT-th
+# largest the 97.5% one), so a class decided on the draws and the interval printed agree.
+DRAWS = 3999
 
 
-def t95(df: int) -> float:
-    """The 97.5% t quantile for ``df`` degrees of freedom (conservative between table rows)."""
-    return next((_T95[d] for d in sorted(_T95) if d >= df), 1.96) if df <= 30 else 1.96
+def tail_count(draws: int) -> int:
+    """How many draws make a 2.5% tail: fewer draws than this below 1 and a point "pays"."""
+    return math.ceil(TAIL * draws)
+
+
+def grid(draws: int = DRAWS) -> np.ndarray:
+    """The probabilities an estimate is drawn at (sorted)."""
+    return np.arange(1, draws + 1) / (draws + 1)
+
+
+def t975(df: float) -> float:
+    """The exact 97.5% Student-t quantile (fractional degrees of freedom allowed)."""
+    return float(special.stdtrit(df, 1 - TAIL))
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """``value`` ± ``half`` (95%); ``df`` = 0 means one measurement and no interval."""
+    """An estimate and its sampling distribution (module doc); ``df`` = 0 means one measurement and
+    no interval. For a ``proportion``, ``df`` is the number of trials."""
 
     value: float
     se: float = 0.0
     df: float = 0.0
+    scale: str = "linear"  # linear | log | proportion
 
     @property
     def known(self) -> bool:
         """Whether there is an interval at all."""
         return self.df > 0
 
-    @property
-    def half(self) -> float:
-        """The 95% half-width (degrees of freedom rounded down: the wider interval)."""
-        return t95(max(1, math.floor(self.df))) * self.se if self.known else 0.0
+    def quantiles(self, p: np.ndarray) -> np.ndarray:
+        """The sampling distribution's quantiles at probabilities ``p``."""
+        p = np.asarray(p, dtype=float)
+        if not self.known:
+            return np.full(p.shape, self.value)
+        if self.scale == "proportion":
+            return _clopper_pearson(round(self.value * self.df), int(self.df), p)
+        if self.se == 0:
+            return np.full(p.shape, self.value)
+        if self.scale == "log":
+            with np.errstate(over="ignore"):
+                return np.exp(math.log(self.value) + self.se * special.stdtrit(self.df, p))
+        return self.value + self.se * special.stdtrit(self.df, p)  # scipy.stats.t.ppf without its overhead
+
+    @cached_property
+    def _bounds(self) -> tuple[float, float]:
+        lo, hi = self.quantiles(np.array([TAIL, 1 - TAIL]))
+        return float(lo), float(hi)
 
     @property
     def lo(self) -> float:
-        return self.value - self.half
+        """The 95% interval's lower end (the distribution's 2.5% quantile)."""
+        return self._bounds[0]
 
     @property
     def hi(self) -> float:
-        return self.value + self.half
+        return self._bounds[1]
 
-    def draws(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """``n`` values from the estimate's sampling distribution (Student-t; constant without an interval)."""
-        if not self.known or self.se == 0:
-            return np.full(n, self.value)
-        return self.value + self.se * rng.standard_t(self.df, n)
+    @property
+    def half(self) -> float:
+        """The 95% half-width: ``t · se`` for a linear estimate, (hi − lo) / 2 for the others (whose
+        interval is asymmetric: read ``lo`` and ``hi``)."""
+        return (self.hi - self.lo) / 2 if self.known else 0.0
+
+    def draws(self, rng: np.random.Generator, n: int = DRAWS) -> np.ndarray:
+        """``n`` values of the sampling distribution: its quantiles on the grid, in random order (a
+        Latin hypercube: every draw of one estimate is independent of every other estimate's)."""
+        return rng.permutation(on_grid(self, n))
+
+
+@lru_cache(maxsize=4096)
+def on_grid(est: Estimate, draws: int = DRAWS) -> np.ndarray:
+    """The estimate's quantiles on the grid, sorted (read-only: its draws and its class share them)."""
+    values = est.quantiles(grid(draws))
+    values.flags.writeable = False
+    return values
+
+
+def _clopper_pearson(k: int, n: int, p: np.ndarray) -> np.ndarray:
+    """Quantiles of the Clopper-Pearson confidence distribution of k successes in n trials: below the
+    median Beta(k, n − k + 1) (0 when k = 0), above it Beta(k + 1, n − k) (1 when k = n); its 2.5% and
+    97.5% quantiles are the exact binomial interval (scipy.stats.binomtest(k, n).proportion_ci())."""
+    low = np.zeros(p.shape) if k == 0 else stats.beta.ppf(p, k, n - k + 1)
+    high = np.ones(p.shape) if k == n else stats.beta.ppf(p, k + 1, n - k)
+    return np.where(p < 0.5, low, high)
 
 
 def estimate(samples: Sequence[float]) -> Estimate:
@@ -81,33 +129,100 @@ def estimate(samples: Sequence[float]) -> Estimate:
     return Estimate(float(arr.mean()), spread / math.sqrt(arr.size), arr.size - 1)
 
 
+def positive(samples: Sequence[float]) -> Estimate:
+    """The mean of non-negative samples (a rate: goodput) with its interval on the log scale (the
+    delta method: se / mean), so that it never reaches below 0; an all-zero mean is exactly 0."""
+    est = estimate(samples)
+    if not est.known or est.value <= 0:
+        return Estimate(est.value, 0.0, est.df)
+    return Estimate(est.value, est.se / est.value, est.df, "log")
+
+
+def proportion(successes: int, trials: int) -> Estimate:
+    """successes / trials with its Clopper-Pearson interval."""
+    if trials <= 0:
+        return Estimate(math.nan)
+    return Estimate(successes / trials, 0.0, trials, "proportion")
+
+
+def paired(num: Sequence[float], den: Sequence[float]) -> Estimate:
+    """The ratio of two arms measured in windows that took turns (window i of one right beside window
+    i of the other): the mean of the pairs' log ratios with a Student-t interval over the pairs,
+    exponentiated (a geometric-mean ratio). The machine's drift, shared by partners, cancels."""
+    logs = np.log(np.asarray(num, dtype=float) / np.asarray(den, dtype=float))
+    est = estimate(logs)
+    return Estimate(math.exp(est.value), est.se, est.df, "log")
+
+
 def from_interval(value: float, half: float | None, n: int) -> Estimate:
-    """An estimate back from what a point records: its mean, 95% half-width and sample count."""
+    """A linear estimate back from what a point records: its mean, 95% half-width and sample count."""
     if half is None or n < 2:
         return Estimate(value)
-    return Estimate(value, half / t95(n - 1), n - 1)
+    return Estimate(value, half / t975(n - 1), n - 1)
+
+
+def from_bounds(value: float, lo: float | None, hi: float | None, df: float) -> Estimate:
+    """A log-scale estimate back from its recorded value, 95% bounds and degrees of freedom."""
+    if lo is None or hi is None or df <= 0 or value <= 0 or lo <= 0:
+        return Estimate(value)
+    return Estimate(value, (math.log(hi) - math.log(lo)) / (2 * t975(df)), df, "log")
+
+
+def _log_se(e: Estimate) -> float:
+    """An estimate's standard error relative to its value (its se on the log scale)."""
+    if e.scale == "log":
+        return e.se
+    return e.se / abs(e.value) if e.value else 0.0
 
 
 def ratio(num: Estimate, den: Estimate) -> Estimate:
-    """num / den for independent estimates: relative errors add in quadrature (first order) and
-    the degrees of freedom are Welch-Satterthwaite's."""
+    """num / den for independent estimates (unpaired), on the log scale: relative errors add in
+    quadrature (first order) and the degrees of freedom are Welch-Satterthwaite's."""
     value = num.value / den.value
-    parts = [(e.se / e.value) ** 2 if e.value else 0.0 for e in (num, den)]
+    parts = [_log_se(e) ** 2 for e in (num, den)]
     rel2 = sum(parts)
-    if rel2 == 0:
+    if rel2 == 0 or value <= 0:
         return Estimate(value)
     df = rel2**2 / sum(p**2 / e.df for p, e in zip(parts, (num, den), strict=True) if p > 0)
-    return Estimate(value, abs(value) * math.sqrt(rel2), df)
+    return Estimate(value, math.sqrt(rel2), df, "log")
 
 
 def combine(parts: Sequence[Estimate]) -> Estimate:
-    """One point measured on several server launches: the mean of the launches' means. Its
-    interval comes from the spread between launches, and is never narrower than the windows
-    within the launches allow."""
+    """One point measured on several server launches. Proportions pool their trials. Otherwise the
+    mean of the launches' means (on the log scale for log estimates): its interval comes from the
+    spread between launches, and is never narrower than the windows within the launches allow."""
     if len(parts) == 1:
         return parts[0]
-    between = estimate([p.value for p in parts])
+    if all(p.scale == "proportion" for p in parts):
+        return proportion(sum(round(p.value * p.df) for p in parts), int(sum(p.df for p in parts)))
+    log = all(p.scale == "log" and p.value > 0 for p in parts)
+    centres = [math.log(p.value) if log else p.value for p in parts]
+    between = estimate(centres)
     within_se = math.sqrt(sum(p.se**2 for p in parts)) / len(parts)
+    centre, se, df = between.value, between.se, between.df
     if within_se > between.se:
-        return Estimate(between.value, within_se, sum(p.df for p in parts))
-    return between
+        se, df = within_se, sum(p.df for p in parts)
+    return Estimate(math.exp(centre), se, df, "log") if log else Estimate(centre, se, df)
+
+
+def side(est: Estimate, level: float = 1.0, draws: int = DRAWS) -> int:
+    """Where the estimate lies against ``level``, decided on its draws: +1 when fewer than a 2.5% tail
+    of them fall below it (the 95% interval lies at or above), -1 when fewer than that reach it (the
+    interval lies below), 0 otherwise. The break-even interval reads these same draws."""
+    values = on_grid(est, draws)
+    tail = tail_count(draws)
+    below = int(np.count_nonzero(values < level))
+    if below < tail:
+        return 1
+    return -1 if draws - below < tail else 0
+
+
+def interval_keys(key: str, est: Estimate) -> dict[str, float]:
+    """An estimate as a run records it: ``<key>``, and where there is an interval ``<key>_ci95`` (half
+    its width) and, for an asymmetric one (log, proportion), its bounds ``<key>_lo`` / ``<key>_hi``."""
+    out = {key: est.value}
+    if est.known:
+        out[f"{key}_ci95"] = est.half
+        if est.scale != "linear":
+            out |= {f"{key}_lo": est.lo, f"{key}_hi": est.hi}
+    return out

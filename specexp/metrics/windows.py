@@ -1,8 +1,10 @@
-"""A point measured in consecutive windows on one server launch: warm-up, when to stop, the result.
+"""A point measured in consecutive windows on one server launch: when to stop, and the result.
 
-Pure functions over per-window values. Warm-up is checked, not assumed: a leading window whose
-throughput lies outside the 95% prediction interval of the windows after it is still part of the
-server's warm-up (caches, allocator, clocks settling) and is discarded, and counted.
+Pure functions over per-window values. Warm-up is a stated phase, not a guess: before its first
+measured window a point runs ``workload.warmup`` requests and then ``measure.warmup_windows`` whole
+windows at its own load (same batch or rate, fresh prompts), and discards them (specexp.point). Every
+measured window counts: none is dropped after the fact for looking unlike the others, which could
+narrow an interval by throwing away the evidence against it.
 """
 
 from __future__ import annotations
@@ -10,31 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 from specexp.config import MeasureConfig
 from specexp.metrics.registry import lookup
-from specexp.metrics.stats import estimate, t95
+from specexp.metrics.stats import estimate, interval_keys, positive, proportion
 
-TREND_KEY = "output_throughput"  # the window metric warm-up and precision are judged on
-
-
-def outlying(first: float, rest: Sequence[float]) -> bool:
-    """Whether ``first`` lies outside the 95% prediction interval of ``rest`` (which needs two values)."""
-    if len(rest) < 2:
-        return False
-    arr = np.asarray(rest, dtype=float)
-    spread = t95(arr.size - 1) * float(arr.std(ddof=1)) * math.sqrt(1 + 1 / arr.size)
-    return abs(first - float(arr.mean())) > spread
-
-
-def warmup_windows(values: Sequence[float], keep: int = 2) -> int:
-    """How many leading windows are still warming up: each, in turn, lies outside the prediction
-    interval of the windows after it. At least ``keep`` windows stay."""
-    cut = 0
-    while len(values) - cut > keep and outlying(values[cut], values[cut + 1 :]):
-        cut += 1
-    return cut
+TREND_KEY = "output_throughput"  # the window metric precision is judged on
+# Per-window bookkeeping (each window's start and end, epoch seconds): kept in the windows, not a metric.
+WINDOW_TIMES = ("window_start", "window_end")
+RATES = ("goodput",)  # non-negative rates: intervals on the log scale (stats.positive)
 
 
 def rel_half_width(values: Sequence[float]) -> float:
@@ -44,12 +29,11 @@ def rel_half_width(values: Sequence[float]) -> float:
 
 
 def enough(values: Sequence[float], measure: MeasureConfig) -> bool:
-    """Whether the windows so far hold ``measure.windows`` steady ones (and, with ``measure.rel_ci``,
-    whether those are that precise)."""
-    steady = values[warmup_windows(values) :]
-    if len(steady) < measure.windows:
+    """Whether the windows so far are ``measure.windows`` (and, with ``measure.rel_ci``, whether they
+    are that precise)."""
+    if len(values) < measure.windows:
         return False
-    return measure.rel_ci is None or rel_half_width(steady) <= measure.rel_ci
+    return measure.rel_ci is None or rel_half_width(values) <= measure.rel_ci
 
 
 def more_windows(values: Sequence[float], measure: MeasureConfig, elapsed_s: float) -> bool:
@@ -60,26 +44,26 @@ def more_windows(values: Sequence[float], measure: MeasureConfig, elapsed_s: flo
 
 
 def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> dict[str, float]:
-    """A point's metrics from its steady windows: counts summed, every other key the mean over
-    windows with ``<key>_ci95`` (the 95% half-width, from two windows on). ``windows`` (steady),
-    ``windows_warmup`` (discarded) and ``windows_settled`` (0 when a cap stopped the point before
-    it had ``measure.windows`` steady windows: still warming up) say how the point was measured. A
-    precision target missed is no doubt about the point: its interval is just wider."""
-    warmup = warmup_windows([w.get(TREND_KEY, 0.0) for w in windows])
-    steady = windows[warmup:]
+    """A point's metrics from its measured windows: counts summed, ``slo_attainment`` over the requests
+    (Clopper-Pearson), every other key the mean over windows with ``<key>_ci95`` (the 95% half-width,
+    from two windows on; rates also with bounds on the log scale, ``<key>_lo`` / ``<key>_hi``).
+    ``windows`` (measured), ``windows_warmup`` (measured windows discarded: 0, the warm-up is a
+    phase before them) and ``windows_settled`` (0 when a cap stopped the point before it had
+    ``measure.windows`` windows) say how the point was measured. A precision target missed is no
+    doubt about the point: its interval is just wider."""
     out: dict[str, float] = {
-        "windows": len(steady),
-        "windows_warmup": warmup,
-        "windows_settled": float(len(steady) >= measure.windows),
+        "windows": len(windows),
+        "windows_warmup": 0,
+        "windows_settled": float(len(windows) >= measure.windows),
     }
-    for key in sorted(set().union(*steady)):
-        values = [w[key] for w in steady if key in w]
+    for key in sorted(set().union(*windows) - set(WINDOW_TIMES)):
+        values = [w[key] for w in windows if key in w]
         metric = lookup(key)
         if metric is not None and metric.aggregate == "sum":  # counts, per-category ones too
             out[key] = float(sum(values))
             continue
-        est = estimate(values)
-        out[key] = est.value
-        if est.known:
-            out[f"{key}_ci95"] = est.half
+        out |= interval_keys(key, positive(values) if key in RATES else estimate(values))
+    if "slo_met" in out:
+        trials = out.get("requests_ok", 0.0) + out.get("requests_failed", 0.0)
+        out |= interval_keys("slo_attainment", proportion(int(out["slo_met"]), int(trials)))
     return out

@@ -2,10 +2,15 @@
 with 95% intervals, and the points that break their curve.
 
 Pure functions over the points of a sweep (specexp.result.PointResult): their flattened params
-(``engine.name``, ``drafter.name``, ``batch``, ``repeat``, ...) and metrics (a mean, ``<key>_ci95``
-and ``windows``). A series of points varies one load axis: the batch (closed loop) or the request
-rate (open loop); crossovers are read along it. A point measured on several server launches
-(``repeats``) has one result per launch.
+(``engine.name``, ``drafter.name``, ``batch``, ``repeat``, ...), metrics (a mean, ``<key>_ci95``
+and ``windows``) and per-window metrics. A series of points varies one load axis: the batch (closed
+loop) or the request rate (open loop); crossovers are read along it. A point measured on several
+server launches (``repeats``) has one result per launch.
+
+A speedup is paired when the two arms' windows took turns (A0 B0 A1 B1, specexp.sweep.turns: each
+window and its partner share the machine's state): the mean log ratio of partners, Student-t over
+the pairs. Otherwise (arms one after the other, windows without times) it is the unpaired ratio of
+the arms' means. Every point records both, and says which it used (METHOD_TAG, ``windows_paired``).
 """
 
 from __future__ import annotations
@@ -19,13 +24,37 @@ import numpy as np
 
 from specexp.config import SloConfig
 from specexp.load.host import CLIENT_CPU_WARNING
-from specexp.metrics.stats import Estimate, combine, from_interval, ratio
+from specexp.metrics.stats import (
+    DRAWS,
+    Estimate,
+    combine,
+    from_bounds,
+    from_interval,
+    interval_keys,
+    paired,
+    proportion,
+    ratio,
+    tail_count,
+)
 from specexp.result import PointResult
 
 # Params that differ between points of one sweep without making them different experiments.
 _NOT_IDENTITY = ("sweep_id", "run_name", "max_batch", "dry_run", "repeat", "measure.", "tracking.")
-SPEEDUPS = (("speedup", "output_throughput"), ("decode_speedup", "decode_speed_mean"))
-CROSSOVER_DRAWS = 4000
+# A speculative point's ratios to its baseline, by load kind: (key, the metric divided). A rate point
+# carries no output-throughput speedup: below saturation both arms carry the offered rate, and the
+# ratio would say how soon the last request ended, not capacity; there speculation shows in per-stream
+# speed, goodput and latency at the same offered rate.
+RATIOS = {
+    "closed": (("speedup", "output_throughput"), ("decode_speedup", "decode_speed_mean"), ("goodput_ratio", "goodput")),
+    "rate": (
+        ("decode_speedup", "decode_speed_mean"),
+        ("goodput_ratio", "goodput"),
+        ("ttft_ratio", "ttft_ms_mean"),
+        ("tpot_ratio", "tpot_ms_mean"),
+    ),
+}
+RATIO_KEYS = tuple(dict.fromkeys(key for pairs in RATIOS.values() for key, _ in pairs))
+METHOD_TAG = "specexp.speedup_method"  # paired | unpaired: how a point's ratios were estimated
 
 
 @dataclass(frozen=True)
@@ -70,85 +99,156 @@ def launch(row: PointResult) -> int:
 
 
 def metric_estimate(row: PointResult, key: str) -> Estimate | None:
-    """A point's metric as it was measured: the mean over its windows with their interval."""
+    """A point's metric as it was measured: the mean over its windows with their interval; a
+    proportion (``slo_attainment``) over its requests; a rate recorded with bounds on the log scale."""
     metrics = row.metrics
     if metrics.get(key) is None:
         return None
-    return from_interval(metrics[key], metrics.get(f"{key}_ci95"), int(metrics.get("windows", 1)))
+    if key == "slo_attainment" and "slo_met" in metrics:
+        return proportion(int(metrics["slo_met"]), int(requests_of(metrics)))
+    windows = int(metrics.get("windows", 1))
+    if f"{key}_lo" in metrics and f"{key}_hi" in metrics:
+        return from_bounds(metrics[key], metrics[f"{key}_lo"], metrics[f"{key}_hi"], windows - 1)
+    return from_interval(metrics[key], metrics.get(f"{key}_ci95"), windows)
 
 
-def speedup_estimates(rows: Sequence[PointResult]) -> dict[int, dict[str, Estimate]]:
-    """For each ok speculative row (by index) with an ok baseline from the same launch round:
-    ``speedup`` and ``decode_speedup`` as estimates. Launches of one round run back to back (the
-    sweeper interleaves A B A B), so a row and its baseline share the machine's drift."""
+def requests_of(metrics: dict[str, float]) -> float:
+    """The measured requests of a point, failed ones included."""
+    return metrics.get("requests_ok", 0.0) + metrics.get("requests_failed", 0.0)
+
+
+def alternated(a: Sequence[dict[str, float]], b: Sequence[dict[str, float]]) -> int:
+    """How many leading windows of two arms took turns: n such that, merged by start time, the windows
+    run one after the other without overlapping and window i of each arm lies right beside window i
+    of the other for every i < n (another arm's windows may come between). 0 without window times
+    (results recorded before they were)."""
+    n = min(len(a), len(b))
+    timed = [(w["window_start"], w["window_end"], arm, i) for arm, ws in ((0, a), (1, b)) for i, w in enumerate(ws)]
+    if any(w.get("window_start") is None or w.get("window_end") is None for w in (*a, *b)):
+        return 0
+    merged = sorted(timed)
+    if any(later[0] < earlier[1] for earlier, later in itertools.pairwise(merged)):
+        return 0  # windows overlapped: measured side by side at once, not in turn
+    pairs = 0
+    while pairs < n:
+        first, second = merged[2 * pairs], merged[2 * pairs + 1]
+        if {first[2], second[2]} != {0, 1} or first[3] != pairs or second[3] != pairs:
+            break
+        pairs += 1
+    return pairs
+
+
+def _window_values(windows: Sequence[dict[str, float]], key: str) -> list[float] | None:
+    values = [w.get(key) for w in windows]
+    return None if any(v is None for v in values) else [float(v) for v in values]  # type: ignore[arg-type]
+
+
+def _recorded(row: PointResult, key: str) -> Estimate | None:
+    """A ratio as an earlier analysis recorded it (a row read back from MLflow, without its windows)."""
+    m = row.metrics
+    if m.get(key) is None or not m.get(key + "_lo") or m.get("windows_paired", 0) < 2:
+        return None
+    return from_bounds(m[key], m[key + "_lo"], m.get(key + "_hi"), m["windows_paired"] - 1)
+
+
+def ratio_estimates(row: PointResult, base: PointResult) -> tuple[dict[str, Estimate], dict[str, Estimate], int]:
+    """A speculative row's ratios to its baseline (RATIOS for its load kind): the estimates used
+    (paired where the two arms' windows took turns), the unpaired ones, and the window pairs used (0:
+    unpaired)."""
+    pairs = alternated(row.windows, base.windows)
+    used: dict[str, Estimate] = {}
+    unpaired: dict[str, Estimate] = {}
+    for key, metric in RATIOS[row.load]:
+        num, den = metric_estimate(row, metric), metric_estimate(base, metric)
+        if num is None or den is None or not den.value:
+            continue
+        unpaired[key] = ratio(num, den)
+        a, b = _window_values(row.windows[:pairs], metric), _window_values(base.windows[:pairs], metric)
+        if pairs >= 2 and a and b and min(a) > 0 and min(b) > 0:
+            used[key] = paired(a, b)
+        elif not row.windows and (earlier := _recorded(row, key)) is not None:
+            used[key] = earlier
+        else:
+            used[key] = unpaired[key]
+    if not row.windows and "windows_paired" in row.metrics:
+        pairs = int(row.metrics["windows_paired"])
+    return used, unpaired, pairs if pairs >= 2 and used else 0
+
+
+def _ratios(rows: Sequence[PointResult]) -> dict[int, tuple[dict[str, Estimate], dict[str, Estimate], int]]:
+    """Per speculative row with a baseline from the same launch round (launches of one round run back
+    to back, so a row and its baseline share the machine's drift): ratio_estimates."""
     baselines = {(identity(r), launch(r)): r for r in rows if not r.speculative and r.ok}
-    out: dict[int, dict[str, Estimate]] = {}
+    out = {}
     for i, row in enumerate(rows):
         base = baselines.get((identity(row), launch(row)))
-        if not row.speculative or base is None or not row.ok:
-            continue
-        ratios = {}
-        for key, metric in SPEEDUPS:
-            num, den = metric_estimate(row, metric), metric_estimate(base, metric)
-            if num is not None and den is not None and den.value:
-                ratios[key] = ratio(num, den)
-        out[i] = ratios
+        if row.speculative and base is not None and row.ok:
+            out[i] = ratio_estimates(row, base)
     return out
 
 
-def as_metrics(estimates: dict[int, dict[str, Estimate]]) -> dict[int, dict[str, float]]:
-    """Estimates as a run records them: ``<key>`` and, where there is an interval, ``<key>_ci95``."""
+def as_metrics(
+    found: dict[int, tuple[dict[str, Estimate], dict[str, Estimate], int]],
+) -> dict[int, dict[str, float]]:
+    """Ratios as a run records them: each with its interval, its unpaired twin, and ``windows_paired``."""
     out: dict[int, dict[str, float]] = {}
-    for i, ratios in estimates.items():
-        out[i] = {}
-        for key, est in ratios.items():
-            out[i][key] = est.value
-            if est.known:
-                out[i][f"{key}_ci95"] = est.half
+    for i, (used, unpaired, pairs) in found.items():
+        out[i] = {"windows_paired": float(pairs)}
+        for key, est in used.items():
+            out[i] |= interval_keys(key, est) | interval_keys(f"{key}_unpaired", unpaired[key])
     return out
 
 
 def pair_speedups(rows: Sequence[PointResult]) -> dict[int, dict[str, float]]:
-    """``speedup`` and ``decode_speedup`` per speculative row, with ``_ci95`` where both were
-    measured in more than one window: what each point's run records."""
-    return as_metrics(speedup_estimates(rows))
+    """The ratios per speculative row, with their intervals where both were measured in more than
+    one window: what each point's run records."""
+    return as_metrics(_ratios(rows))
+
+
+def crossings(xs: Sequence[float], curves: np.ndarray, level: float = 1.0) -> np.ndarray:
+    """Per row of ``curves`` (y at the sorted ``xs``): where y first falls below ``level``, interpolated
+    linearly in log2(x) between the x before and that one; +inf when it never does (the crossing lies
+    beyond the largest x), -inf when it is below already at the first x."""
+    curves = np.atleast_2d(curves)
+    below = curves < level
+    first = np.argmax(below, axis=1)
+    out = np.full(len(curves), np.inf)
+    out[below[:, 0]] = -np.inf
+    inside = below.any(axis=1) & (first > 0)
+    rows = np.flatnonzero(inside)
+    j = first[rows]
+    s0, s1 = curves[rows, j - 1], curves[rows, j]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.clip(np.nan_to_num((s0 - level) / (s0 - s1), nan=1.0), 0.0, 1.0)
+    log_x = np.log2(np.asarray(xs, dtype=float))
+    out[rows] = 2 ** (log_x[j - 1] + frac * (log_x[j] - log_x[j - 1]))
+    return out
 
 
 def crossover(points: Sequence[tuple[float, float]], level: float = 1.0) -> float | None:
-    """The largest x (batch, rate) at which y is still >= ``level``, interpolated linearly in log2(x)
-    between the last x at or above it and the next (below it); None when always or never above."""
+    """Where y first falls below ``level`` along x (batch, rate), interpolated linearly in log2(x)
+    between the x before and that one; None when it never does or does at the first x already."""
     pts = sorted(points)
-    if all(s >= level for _, s in pts) or all(s < level for _, s in pts):
-        return None
-    for (b0, s0), (b1, s1) in reversed(list(itertools.pairwise(pts))):
-        if s0 >= level > s1:
-            frac = (s0 - level) / (s0 - s1)
-            return 2 ** (math.log2(b0) + frac * (math.log2(b1) - math.log2(b0)))
-    return None  # above only after below: no x past which it stops
+    value = float(crossings([x for x, _ in pts], np.array([[y for _, y in pts]]), level)[0])
+    return value if math.isfinite(value) else None
 
 
-def _break_even(points: Sequence[tuple[float, float]], level: float) -> float:
-    """crossover, with the cases it leaves out placed at the edges: +inf when y stays at or above
-    ``level`` everywhere (the crossing lies beyond the largest x), -inf when it never does before
-    falling below."""
-    value = crossover(points, level)
-    if value is not None:
-        return value
-    return math.inf if all(s >= level for _, s in points) else -math.inf
+def crossover_interval(points: dict[float, Estimate], level: float = 1.0, draws: int = DRAWS) -> tuple[float, float]:
+    """The 95% interval of the crossing: every point's y drawn from its own sampling distribution (the
+    draws its class is decided on, stats.side), all points of a draw together, the crossing of each
+    draw, and the 2.5% tail at either end. -inf / +inf: in at least a 2.5% tail of draws y is below
+    ``level`` at the first x / never falls below it. Seeded: the same points give the same interval.
 
-
-def crossover_interval(
-    points: dict[float, Estimate], level: float = 1.0, draws: int = CROSSOVER_DRAWS
-) -> tuple[float, float]:
-    """The 95% interval of the crossing: every point's y drawn from its own sampling distribution
-    (Student-t), all points of a draw together, the crossing of each draw, and the 2.5th and 97.5th
-    percentiles. -inf / +inf: in more than 2.5% of draws y never reaches / never leaves ``level``.
-    Seeded: the same points give the same interval."""
+    This is what keeps a verdict from contradicting itself: a point whose class is not "pays" has at
+    least a tail of draws below ``level``, each of which crosses at or before it, so the lower bound
+    is at or before it; a point that "loses" has all but a tail of draws below, so the upper bound is
+    at or before it."""
     rng = np.random.default_rng(0)
     xs = sorted(points)
     curves = np.column_stack([points[x].draws(rng, draws) for x in xs])
-    values = np.array([_break_even(list(zip(xs, curve, strict=True)), level) for curve in curves])
-    return float(np.percentile(values, 2.5, method="lower")), float(np.percentile(values, 97.5, method="higher"))
+    values = np.sort(crossings(xs, curves, level))
+    tail = tail_count(draws)
+    return float(values[tail - 1]), float(values[draws - tail])
 
 
 def _excess(p: Estimate, c: Estimate, n: Estimate) -> float:
@@ -193,6 +293,8 @@ class Series:
     unstable: list[float] = field(default_factory=list)  # breaks the curve
     unsettled: list[float] = field(default_factory=list)  # stopped by a cap before its windows settled
     client_cpu: dict[float, float] = field(default_factory=dict)  # x -> the load client's share of a core
+    host_load: dict[float, float] = field(default_factory=dict)  # x -> the host's load average per core (max)
+    paired: dict[float, bool] = field(default_factory=dict)  # x -> whether its windows were paired
 
     @property
     def intervals(self) -> bool:
@@ -213,6 +315,16 @@ def client_bound(rows: Sequence[PointResult]) -> dict[float, float]:
         share = row.metrics.get("client_cpu", 0.0)
         if share >= CLIENT_CPU_WARNING:
             out[x_of(row)] = max(share, out.get(x_of(row), 0.0))
+    return dict(sorted(out.items()))
+
+
+def host_load(rows: Sequence[PointResult]) -> dict[float, float]:
+    """Per place, the highest 1-minute load average per core seen by its points (any arm or launch)."""
+    out: dict[float, float] = {}
+    for row in rows:
+        if (load := row.metrics.get("host_load1")) is not None:
+            per_core = load / float(row.tags.get("specexp.host_cpus") or 1)
+            out[x_of(row)] = max(per_core, out.get(x_of(row), 0.0))
     return dict(sorted(out.items()))
 
 
@@ -248,7 +360,10 @@ def series(rows: Sequence[PointResult], estimates: dict[int, dict[str, Estimate]
             settled = {x: all(rows[i].metrics.get("windows_settled", 1) for i in idx) for x, idx in places.items()}
             s.unsettled = [x for x, ok in settled.items() if not ok]
             ident = identity(first, drop=AXIS_PARAMS)
-            s.client_cpu = client_bound([r for r in rows if r.ok and identity(r, drop=AXIS_PARAMS) == ident])
+            mine = [r for r in rows if r.ok and identity(r, drop=AXIS_PARAMS) == ident]
+            s.client_cpu = client_bound(mine)
+            s.host_load = host_load(mine)
+            s.paired = {x: all(rows[i].tags.get(METHOD_TAG) == "paired" for i in idx) for x, idx in places.items()}
             trusted = {x: p for x, p in points.items() if x not in s.unstable and x not in s.unsettled}
             if trusted:  # the crossover from the points that can be believed
                 s.crossover = crossover([(x, p.value) for x, p in trusted.items()])
@@ -277,8 +392,9 @@ def slo_target(row: PointResult) -> float:
 
 
 def slo_rates(rows: Sequence[PointResult]) -> dict[str, float]:
-    """``slo_max_rate.<drafter>`` per series of open-loop points, the baseline's included: the largest
-    rate at which slo_attainment still reaches slo.target, with 95% bounds drawn as for crossovers."""
+    """``slo_max_rate.<drafter>`` per series of open-loop points, the baseline's included: the rate at
+    which slo_attainment first falls below slo.target, with 95% bounds drawn as for crossovers (each
+    attainment from its Clopper-Pearson distribution over the point's requests)."""
     found = {
         i: est
         for i, r in enumerate(rows)
@@ -306,21 +422,29 @@ def _differing(ident: tuple, others: list[tuple]) -> list[tuple[str, str]]:
 
 @dataclass
 class Analysis:
-    speedups: dict[int, dict[str, float]]  # row index -> its speedup keys, as its run records them
+    speedups: dict[int, dict[str, float]]  # row index -> its ratio keys, as its run records them
     series: list[Series]
     crossovers: dict[str, float]  # the parent run's keys: crossovers and SLO rates
 
 
+RATIO_SUFFIXES = ("", "_ci95", "_lo", "_hi")
+
+
 def apply(rows: Sequence[PointResult]) -> Analysis:
-    """Pair every point with its baseline, merge ``speedup``/``decode_speedup`` (and their ``_ci95``)
-    into its metrics (replacing any logged earlier), and build the series and sweep-level keys."""
+    """Pair every point with its baseline, merge its ratios (RATIOS, with their intervals, unpaired
+    twins and ``windows_paired``) into its metrics (replacing any logged earlier) and the method into
+    its tags (METHOD_TAG), and build the series and sweep-level keys."""
+    found_ratios = _ratios(rows)  # before the old keys go: a row without windows reads them back
     for row in rows:
-        for key, _ in SPEEDUPS:
-            row.metrics.pop(key, None)
-            row.metrics.pop(f"{key}_ci95", None)
-    estimates = speedup_estimates(rows)
-    speedups = as_metrics(estimates)
+        row.metrics.pop("windows_paired", None)
+        for key in RATIO_KEYS:
+            for name in (key, f"{key}_unpaired"):
+                for suffix in RATIO_SUFFIXES:
+                    row.metrics.pop(name + suffix, None)
+    speedups = as_metrics(found_ratios)
     for i, ratios in speedups.items():
         rows[i].metrics |= ratios
+        rows[i].tags[METHOD_TAG] = "paired" if ratios["windows_paired"] >= 2 else "unpaired"
+    estimates = {i: used for i, (used, _, _) in found_ratios.items()}
     found = series(rows, estimates)
     return Analysis(speedups, found, crossovers(found) | slo_rates(rows))

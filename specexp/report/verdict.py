@@ -3,8 +3,11 @@ that make it safe to say; in a rate sweep also, per drafter, up to which request
 targets hold.
 
 Conservative by construction: a batch (or rate) "pays" only when its speedup's whole 95% interval
-lies above 1, "loses" only when it lies below; anything else is "no measurable difference". A point
-that breaks its curve or never settled is named as such instead of being believed.
+lies at or above 1, "loses" only when it lies below; anything else is "no measurable difference".
+Classes are decided on the same draws as the break-even interval (stats.side, analysis.
+crossover_interval), so the two cannot contradict each other. A point that breaks its curve or never
+settled is named as such instead of being believed; an inconclusive answer names the causes it can
+see and the settings that narrow it.
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from specexp.metrics.stats import Estimate
-from specexp.report.analysis import Analysis, Series, slo_target
+from specexp.metrics.stats import Estimate, side
+from specexp.report.analysis import Analysis, Series, metric_estimate, slo_target
 from specexp.result import PointResult
 
 PAYS, LOSES, SAME = "pays", "loses", "same"
@@ -30,30 +33,66 @@ def _keys(cross: dict[str, float], stem: str, name: str) -> list[str]:
 
 
 def _where(cross: dict[str, float], keys: list[str]) -> str:
-    """ "≈ 5.7 (95% CI 5.1-6.3)" per key, with the settings that tell a drafter's series apart."""
-    return ", ".join(
-        f"≈ {cross[k]:.1f}"
-        + (
-            f" (95% CI {cross[k + '_lo']:.1f}-{cross[k + '_hi']:.1f})"
-            if k + "_lo" in cross and k + "_hi" in cross
+    """ "≈ 5.7 (95% CI 5.1-6.3)" per key (one-sided where a bound is open), with the settings that
+    tell a drafter's series apart."""
+    parts = []
+    for k in keys:
+        lo, hi = cross.get(k + "_lo"), cross.get(k + "_hi")
+        ci = (
+            f" (95% CI {lo:.1f}-{hi:.1f})"
+            if lo is not None and hi is not None
+            else f" (95% CI above {lo:.1f})"
+            if lo is not None
+            else f" (95% CI below {hi:.1f})"
+            if hi is not None
             else ""
         )
-        + (f" ({k.split('.', 2)[2]})" if k.count(".") > 1 else "")
-        for k in keys
-    )
+        parts.append(f"≈ {cross[k]:.1f}{ci}" + (f" ({k.split('.', 2)[2]})" if k.count(".") > 1 else ""))
+    return ", ".join(parts)
+
+
+def share(row: PointResult) -> str:
+    """A point's SLO attainment with its interval: ``97% (95% CI 93-99%)``."""
+    est = metric_estimate(row, "slo_attainment")
+    if est is None or not est.known:
+        return f"{row.metrics['slo_attainment']:.0%}"
+    return f"{est.value:.0%} (95% CI {est.lo:.0%}-{est.hi:.0%})"
 
 
 def verdict_class(speedup: Estimate) -> str:
-    if speedup.lo > 1:
-        return PAYS
-    if speedup.hi < 1:
-        return LOSES
-    return SAME
+    """pays / loses / same, decided on the estimate's draws (stats.side): its 95% interval at or
+    above 1, below 1, or across it."""
+    return {1: PAYS, -1: LOSES, 0: SAME}[side(speedup)]
 
 
 def times(speedup: Estimate) -> str:
-    """``×1.13 ± 0.04``, or ``×1.13`` without an interval."""
-    return f"×{speedup.value:.2f}" + (f" ± {speedup.half:.2f}" if speedup.known else "")
+    """``×1.13, 95% CI 1.09-1.17``, or ``×1.13`` without an interval."""
+    return f"×{speedup.value:.2f}" + (f", 95% CI {speedup.lo:.2f}-{speedup.hi:.2f}" if speedup.known else "")
+
+
+LOADED = 1.0  # a 1-minute load average per core from which the host was busier than its cores
+
+
+def inconclusive(s: Series, xs: Sequence[float]) -> str:
+    """Why the points at ``xs`` could not be told from 1, as far as the sweep can see, and the
+    settings that narrow their intervals."""
+    widest = max(xs, key=lambda x: s.points[x].hi / max(s.points[x].lo, 1e-12))
+    est = s.points[widest]
+    causes = [f"the widest interval is at {_at(s, [widest])} ({times(est)})"]
+    if not s.paired.get(widest, False):
+        causes.append("its arms' windows did not take turns, so the machine's drift is not paired away (arms=auto)")
+    loaded = {x: v for x, v in s.host_load.items() if x in xs and v >= LOADED}
+    if loaded:
+        x, v = max(loaded.items(), key=lambda kv: kv[1])
+        causes.append(f"the host was loaded ({v:.1f} runnable per core at {_at(s, [x])})")
+    busy = {x: v for x, v in s.client_cpu.items() if x in xs}
+    if busy:
+        x, v = max(busy.items(), key=lambda kv: kv[1])
+        causes.append(f"the load client used {v:.0%} of a core at {_at(s, [x])}")
+    return (
+        f"; inconclusive at {_at(s, xs)}: " + ", ".join(causes) + "; to narrow it, set measure.rel_ci (e.g. 0.05: "
+        "windows until ±5%), raise measure.windows, or repeats=3 (or measure on a quieter machine)"
+    )
 
 
 def _at(s: Series, xs: Sequence[float]) -> str:
@@ -123,6 +162,8 @@ def describe(s: Series) -> str:
             f"; unsettled at {_at(s, [x])} (still warming up when a cap stopped it): "
             "raise measure.max_windows or measure.max_s"
         )
+    if s.intervals and (same := [x for x, p in trusted if verdict_class(p) == SAME]):
+        line += inconclusive(s, same)
     return line
 
 
@@ -148,12 +189,14 @@ def slo_verdicts(rows: Sequence[PointResult], cross: dict[str, float]) -> list[s
         mine = sorted((r for r in rated if r.drafter == name), key=lambda r: r.rate or 0.0)
         pts = [(r.rate, r.metrics["slo_attainment"]) for r in mine]
         target = min(slo_target(r) for r in mine)
-        share = f"{target:.0%} of requests meet the SLO{_slo_text(mine)}"
+        goal = f"{target:.0%} of requests meet the SLO{_slo_text(mine)}"
         keys = _keys(cross, "slo_max_rate", name)
         if keys:
-            lines.append(f"with {name}, {share} up to {_where(cross, keys)} req/s")
+            lines.append(f"with {name}, {goal} up to {_where(cross, keys)} req/s")
         elif all(a >= slo_target(r) for r, (_, a) in zip(mine, pts, strict=True)):
-            lines.append(f"with {name}, {share} at every measured rate (up to {pts[-1][0]:g} req/s)")
+            lines.append(
+                f"with {name}, {goal} at every measured rate (up to {pts[-1][0]:g} req/s: attainment {share(mine[-1])})"
+            )
         else:
-            lines.append(f"with {name}, fewer than {share} already at {pts[0][0]:g} req/s (attainment {pts[0][1]:.0%})")
+            lines.append(f"with {name}, fewer than {goal} already at {pts[0][0]:g} req/s (attainment {share(mine[0])})")
     return lines

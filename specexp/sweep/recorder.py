@@ -15,7 +15,7 @@ from pathlib import Path
 from specexp import point, tracking
 from specexp.config import TrackingConfig
 from specexp.console import console, points_table
-from specexp.report.analysis import apply
+from specexp.report.analysis import METHOD_TAG, apply
 from specexp.report.markdown import points_markdown
 from specexp.report.summary import summary_rows, write_csv
 from specexp.report.verdict import verdicts
@@ -194,7 +194,8 @@ class SweepRecorder:
             mlflow = tracking.client(self.tracking)
             for i, ratios in speedups.items():
                 if rows[i].run_id:
-                    tracking.log_values(mlflow, rows[i].run_id, metrics=ratios, changed_only=True)
+                    method = {k: v for k, v in rows[i].tags.items() if k == METHOD_TAG}  # paired | unpaired
+                    tracking.log_values(mlflow, rows[i].run_id, metrics=ratios, tags=method, changed_only=True)
             failed = sum(not r.ok for r in rows)
             summary = {**cross, **extra_metrics, "points": len(rows), "points_failed": failed}
             note = description(rows, words, self.settings)

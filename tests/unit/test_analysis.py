@@ -4,6 +4,7 @@ intervals, the dip that must be flagged, and the verdict in words."""
 import math
 
 import pytest
+from scipy import stats
 
 from specexp.metrics.stats import Estimate
 from specexp.report.analysis import (
@@ -83,9 +84,13 @@ def test_two_engines_get_a_crossover_each() -> None:
 
 
 def test_windows_give_speedup_intervals_and_crossover_bounds() -> None:
-    analysis = apply(sweep(rel_ci=0.05))  # every mean known to +-5% from 5 windows
-    # ratio of two means each +-5%: +-5% * sqrt(2) of the ratio (first order, and Welch's df = 8 here)
-    assert analysis.speedups[5]["speedup_ci95"] == pytest.approx(2.0 * 0.05 * math.sqrt(2) * 2.306 / 2.776, rel=1e-3)
+    analysis = apply(sweep(rel_ci=0.05))  # every mean known to +-5% from 5 windows, no window times: unpaired
+    # log of a ratio of two means each +-5%: relative errors in quadrature, Welch's df = 8 here
+    a = math.sqrt(2) * 0.05 / stats.t.ppf(0.975, 4) * stats.t.ppf(0.975, 8)
+    m = analysis.speedups[5]
+    assert (m["speedup_lo"], m["speedup_hi"]) == pytest.approx((2.0 * math.exp(-a), 2.0 * math.exp(a)))
+    assert m["speedup_ci95"] == pytest.approx(2.0 * math.sinh(a)) and m["windows_paired"] == 0
+    assert m["speedup_unpaired"] == m["speedup"]
     out = analysis.crossovers
     lo, mid, hi = out["crossover_batch.tiny_lo"], out["crossover_batch.tiny"], out["crossover_batch.tiny_hi"]
     assert 4 < lo < mid < hi < 8
@@ -120,17 +125,19 @@ def test_verdict_states_where_it_pays_and_loses_with_intervals() -> None:
     speedups = {1: 2.0, 2: 1.5, 4: 1.13, 8: 0.98, 16: 0.49}
     rows = sweep(speedups=speedups, rel_ci=0.02)
     (line,) = verdicts(rows, apply(rows))
-    assert line.startswith("tiny pays up to batch 4 (×1.13 ± 0.")
+    assert line.startswith("tiny pays up to batch 4 (×1.13, 95% CI 1.1")
     assert "no measurable difference at batch 8" in line
-    assert "loses from batch 16 (×0.49 ± 0.0" in line
-    assert "; break-even between " in line and line.endswith("(95%)")
+    assert "loses from batch 16 (×0.49, 95% CI 0.4" in line
+    assert "; break-even between " in line and " (95%); " in line
+    assert "inconclusive at batch 8: the widest interval is at batch 8 (×0.98, 95% CI 0.9" in line
+    assert "windows did not take turns" in line and line.endswith("(or measure on a quieter machine)")
 
 
 def test_verdict_flags_the_unstable_point_instead_of_believing_it() -> None:
     rows = sweep(speedups={1: 1.35, 2: 0.93, 4: 1.37}, rel_ci=0.01)
     (line,) = verdicts(rows, apply(rows))
     assert "unstable at batch 2: rerun or raise measure.windows" in line
-    assert line.startswith("tiny pays at batch 1, 4 (×1.35 ± 0.0")  # never "every measured batch"
+    assert line.startswith("tiny pays at batch 1, 4 (×1.35, 95% CI 1.3")  # never "every measured batch"
 
 
 def test_verdict_without_intervals_says_so() -> None:

@@ -1,34 +1,37 @@
 """Windows of one point on synthetic throughputs with known answers: warm-up, stopping, the result."""
 
+import numpy as np
 import pytest
+from scipy import stats
 
-from specexp.config import MeasureConfig
-from specexp.metrics.windows import aggregate, enough, more_windows, warmup_windows
+from specexp.config import ConfigError, MeasureConfig
+from specexp.metrics.windows import aggregate, more_windows
 
 NOISE = [100.0, 103.0, 98.0, 101.0, 99.0, 102.0]
 
 
-def test_a_warming_trend_is_discarded_and_steady_windows_kept() -> None:
-    # 50 -> 95 still climbing, then flat around 100: the four climbing windows are warm-up
-    assert warmup_windows([50.0, 70.0, 85.0, 95.0, 100.0, 99.0, 101.0, 100.0]) == 4
+def test_no_measured_window_is_dropped_for_looking_unlike_the_others() -> None:
+    # a slow first window (what the old rule discarded after the fact) stays in, and so does its
+    # spread: the warm-up is the phase before the first measured window (measure.warmup_windows)
+    values = [40.0, 100.0, 102.0, 98.0]
+    out = aggregate([{"output_throughput": v} for v in values], MeasureConfig(windows=3))
+    assert out["windows"] == 4 and out["windows_warmup"] == 0
+    assert out["output_throughput"] == pytest.approx(85.0)
+    assert out["output_throughput_ci95"] == pytest.approx(stats.t.ppf(0.975, 3) * np.std(values, ddof=1) / 2)
 
 
-def test_noise_without_a_trend_is_never_discarded() -> None:
-    assert warmup_windows(NOISE) == 0
-    assert warmup_windows([100.0, 90.0]) == 0  # two windows cannot tell warm-up from noise
-
-
-def test_at_least_two_windows_stay_however_steep_the_trend() -> None:
-    assert warmup_windows([10.0, 20.0, 40.0, 80.0]) <= 2
+def test_the_warm_up_phase_is_stated_and_validated() -> None:
+    assert MeasureConfig().warmup_windows == 1  # one whole window at the point's load, discarded
+    assert MeasureConfig(warmup_windows=0).warmup_windows == 0
+    with pytest.raises(ConfigError, match=r"measure\.warmup_windows"):
+        MeasureConfig(warmup_windows=-1)
 
 
 def test_fixed_windows_stop_after_enough_steady_ones() -> None:
     measure = MeasureConfig(windows=3)
     assert more_windows([100.0, 101.0], measure, elapsed_s=1.0)
     assert not more_windows([100.0, 101.0, 99.0], measure, elapsed_s=1.0)
-    # a warm-up window does not count: after discarding it, one more is needed
-    warming = [40.0, 100.0, 101.0, 99.0]
-    assert warmup_windows(warming) == 1 and not enough(warming[:3], measure)
+    assert not more_windows([40.0, 100.0, 101.0], measure, elapsed_s=1.0)  # however unlike, every window counts
 
 
 def test_a_precision_target_measures_until_the_interval_is_that_tight() -> None:
@@ -48,21 +51,36 @@ def test_caps_stop_a_point_that_never_settles() -> None:
     assert aggregate([{"output_throughput": v} for v in NOISE[:2]], measure)["windows_settled"] == 0.0
 
 
-def test_aggregate_means_intervals_and_counts_over_steady_windows() -> None:
+def test_aggregate_means_intervals_and_counts_over_windows() -> None:
     windows = [
-        {"output_throughput": 40.0, "requests_ok": 8, "ttft_ms_p50": 90.0},
-        {"output_throughput": 100.0, "requests_ok": 8, "ttft_ms_p50": 10.0},
-        {"output_throughput": 102.0, "requests_ok": 8, "ttft_ms_p50": 12.0},
-        {"output_throughput": 98.0, "requests_ok": 7, "ttft_ms_p50": 11.0},
-        {"output_throughput": 100.0, "requests_ok": 8, "ttft_ms_p50": 11.0},
+        {"output_throughput": 100.0, "requests_ok": 8, "ttft_ms_p50": 10.0, "window_start": 1.0, "window_end": 2.0},
+        {"output_throughput": 102.0, "requests_ok": 8, "ttft_ms_p50": 12.0, "window_start": 3.0, "window_end": 4.0},
+        {"output_throughput": 98.0, "requests_ok": 7, "ttft_ms_p50": 11.0, "window_start": 5.0, "window_end": 6.0},
+        {"output_throughput": 100.0, "requests_ok": 8, "ttft_ms_p50": 11.0, "window_start": 7.0, "window_end": 8.0},
     ]
     out = aggregate(windows, MeasureConfig(windows=3))
-    assert out["windows"] == 4 and out["windows_warmup"] == 1 and out["windows_settled"] == 1.0
-    assert out["requests_ok"] == 31  # counts add up over the kept windows only
+    assert out["windows"] == 4 and out["windows_warmup"] == 0 and out["windows_settled"] == 1.0
+    assert out["requests_ok"] == 31
     assert out["output_throughput"] == pytest.approx(100.0)
-    # sd of (100, 102, 98, 100) = 1.633; t(3) = 3.182; half-width = 3.182 * 1.633 / 2
-    assert out["output_throughput_ci95"] == pytest.approx(3.182 * 1.63299 / 2, rel=1e-4)
+    # sd of (100, 102, 98, 100) = 1.633; t(0.975, 3) = 3.1824; half-width = 3.1824 * 1.633 / 2
+    assert out["output_throughput_ci95"] == pytest.approx(3.18245 * 1.63299 / 2, rel=1e-4)
     assert out["ttft_ms_p50"] == pytest.approx(11.0) and "ttft_ms_p50_ci95" in out
+    assert "window_start" not in out and "window_end" not in out  # each window's span, not a metric
+
+
+def test_attainment_is_a_binomial_interval_over_requests_and_goodput_stays_positive() -> None:
+    windows = [
+        {"slo_met": 8.0, "requests_ok": 8, "requests_failed": 0, "slo_attainment": 1.0, "goodput": 9.0},
+        {"slo_met": 1.0, "requests_ok": 7, "requests_failed": 1, "slo_attainment": 0.125, "goodput": 0.5},
+        {"slo_met": 7.0, "requests_ok": 8, "requests_failed": 0, "slo_attainment": 0.875, "goodput": 5.5},
+    ]
+    out = aggregate(windows, MeasureConfig(windows=3))
+    exact = stats.binomtest(16, 24).proportion_ci(0.95, method="exact")
+    assert out["slo_attainment"] == pytest.approx(16 / 24)
+    assert (out["slo_attainment_lo"], out["slo_attainment_hi"]) == pytest.approx((exact.low, exact.high))
+    assert 0.0 <= out["slo_attainment_lo"] < out["slo_attainment"] < out["slo_attainment_hi"] <= 1.0
+    # a symmetric interval would read 5.0 ± 10.7, below 0; on the log scale it stays above it
+    assert out["goodput"] == pytest.approx(5.0) and 0.0 < out["goodput_lo"] < 5.0 < out["goodput_hi"]
 
 
 def test_one_window_gives_no_interval() -> None:
