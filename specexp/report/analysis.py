@@ -123,10 +123,11 @@ def alternated(a: Sequence[dict[str, float]], b: Sequence[dict[str, float]]) -> 
     of the other for every i < n (another arm's windows may come between). 0 without window times
     (results recorded before they were)."""
     n = min(len(a), len(b))
-    timed = [(w["window_start"], w["window_end"], arm, i) for arm, ws in ((0, a), (1, b)) for i, w in enumerate(ws)]
     if any(w.get("window_start") is None or w.get("window_end") is None for w in (*a, *b)):
         return 0
-    merged = sorted(timed)
+    merged = sorted(
+        (w["window_start"], w["window_end"], arm, i) for arm, ws in ((0, a), (1, b)) for i, w in enumerate(ws)
+    )
     if any(later[0] < earlier[1] for earlier, later in itertools.pairwise(merged)):
         return 0  # windows overlapped: measured side by side at once, not in turn
     pairs = 0

@@ -22,7 +22,9 @@ class Line:
     label: str
     x: list[float]
     y: list[float]
-    err: list[float] | None = None  # 95% half-widths, where the points have intervals
+    # 95% intervals as distances below and above each y (asymmetric for ratios, rates and proportions,
+    # whose bounds never leave their range), where the points have intervals
+    err: list[tuple[float, float]] | None = None
     dashed: bool = False
     series: str = ""  # lines of one series share a colour (p50 solid, p99 dashed)
 
@@ -40,9 +42,15 @@ class Figure:
     bands: list[tuple[float, float]] = field(default_factory=list)  # shaded x ranges: crossover intervals
 
 
-def _errors(halves: list[float | None]) -> list[float] | None:
-    """Error bars from ``<key>_ci95``; None when no point has an interval."""
-    return None if all(h is None for h in halves) else [h or 0.0 for h in halves]
+def _errors(bounds: list[tuple[float, float] | None]) -> list[tuple[float, float]] | None:
+    """Error bars (below, above); None when no point has an interval."""
+    return None if all(b is None for b in bounds) else [b or (0.0, 0.0) for b in bounds]
+
+
+def _bars(est: Estimate) -> tuple[float, float] | None:
+    """An estimate's 95% interval as distances below and above its value (its own bounds: a proportion's
+    stay in [0, 1], a ratio's and a rate's above 0)."""
+    return (est.value - est.lo, est.hi - est.value) if est.known else None
 
 
 def _vs_load(series: dict[str, list[PointResult]], metric: str, suffix: str = "", dashed: bool = False) -> list[Line]:
@@ -56,7 +64,7 @@ def _vs_load(series: dict[str, list[PointResult]], metric: str, suffix: str = ""
                 launches.setdefault(x_of(r), []).append(est)
         if launches:
             points = {x: combine(ests) for x, ests in launches.items()}
-            err = _errors([p.half if p.known else None for p in points.values()])
+            err = _errors([_bars(p) for p in points.values()])
             lines.append(Line(name + suffix, list(points), [p.value for p in points.values()], err, dashed, name))
     return lines
 
@@ -75,7 +83,8 @@ def _per_position(series: dict[str, list[PointResult]]) -> list[Line]:
             keys = sorted((int(m[1]), m[0]) for k in row.metrics if (m := _POSITION.match(k)))
             if keys:
                 y = [row.metrics[k] for _, k in keys]
-                err = _errors([row.metrics.get(f"{k}_ci95") for _, k in keys])
+                halves = [row.metrics.get(f"{k}_ci95") for _, k in keys]
+                err = _errors([None if h is None else (h, h) for h in halves])
                 at = f"b={row.batch}" if row.load == "closed" else f"r={row.rate:g}"
                 lines.append(Line(f"{name} {at}", [float(i) for i, _ in keys], y, err))
     return lines

@@ -34,7 +34,7 @@ def _png(spec: Figure, path: Path) -> None:
         ax.errorbar(
             line.x,
             line.y,
-            yerr=line.err,
+            yerr=None if line.err is None else [[lo for lo, _ in line.err], [hi for _, hi in line.err]],
             label=line.label,
             color=_TAB10[colours[line.series or line.label]],
             linestyle="--" if line.dashed else "-",
@@ -72,7 +72,17 @@ def _plotly(spec: Figure) -> go.Figure:
                 name=line.label,
                 mode="lines+markers",
                 line={"color": colour, "dash": "dash" if line.dashed else "solid"},
-                error_y={"type": "data", "array": line.err, "visible": True} if line.err else None,
+                error_y=(
+                    {
+                        "type": "data",
+                        "symmetric": False,
+                        "array": [hi for _, hi in line.err],
+                        "arrayminus": [lo for lo, _ in line.err],
+                        "visible": True,
+                    }
+                    if line.err
+                    else None
+                ),
             )
         )
     ticks = _ticks(spec)

@@ -116,4 +116,4 @@ def test_launches_of_one_point_are_one_marker_with_their_combined_interval() -> 
     spec = next(f for f in figures(rows, cross) if f.name == "output_throughput")
     baseline = next(line for line in spec.lines if line.label == "torch/none")
     assert baseline.x == [4.0] and baseline.y == pytest.approx([100.0])
-    assert baseline.err[0] > 10.0  # the launches' spread (t with one degree of freedom), not one launch's windows
+    assert baseline.err[0][0] > 10.0  # the launches' spread (t with one degree of freedom), not one launch's windows

@@ -3,11 +3,15 @@ intervals, the dip that must be flagged, and the verdict in words."""
 
 import math
 
+import numpy as np
 import pytest
 from scipy import stats
 
+from specexp.config import MeasureConfig
 from specexp.metrics.stats import Estimate
+from specexp.metrics.windows import aggregate
 from specexp.report.analysis import (
+    alternated,
     apply,
     breaks_trend,
     crossover,
@@ -169,3 +173,69 @@ def test_a_point_stopped_while_warming_up_is_named_and_left_out_of_the_break_eve
     assert "unsettled at batch 4 (still warming up when a cap stopped it)" in line
     assert analysis.series[0].unsettled == [4.0]
     assert 2 < analysis.crossovers["crossover_batch.tiny"] < 8  # from batch 2 (x1.5) and 8 (x0.8) alone
+
+
+def windowed(drafter: str, batch: int, tputs: list[float], starts: list[float]) -> PointResult:
+    """A point measured in windows of 1 s starting at ``starts``, with its aggregate as a point records it."""
+    r = row(drafter, batch, 0.0)
+    r.windows = [
+        {"output_throughput": t, "decode_speed_mean": t / 10, "window_start": s, "window_end": s + 1.0}
+        for t, s in zip(tputs, starts, strict=True)
+    ]
+    r.metrics |= aggregate(r.windows, MeasureConfig(windows=len(tputs)))
+    return r
+
+
+# the machine drifts 2x between windows; each speculative window is 1.3x its partner
+DRIFT = [100.0, 200.0, 150.0, 120.0]
+RATIO = [1.28, 1.31, 1.30, 1.32]
+
+
+def test_windows_that_took_turns_are_paired_and_the_unpaired_figure_kept_beside() -> None:
+    spec = [b * r for b, r in zip(DRIFT, RATIO, strict=True)]
+    rows = [windowed("none", 4, DRIFT, [0.0, 2.0, 4.0, 6.0]), windowed("tiny", 4, spec, [1.0, 3.0, 5.0, 7.0])]
+    analysis = apply(rows)
+    m = rows[1].metrics
+    assert rows[1].tags["specexp.speedup_method"] == "paired" and m["windows_paired"] == 4
+    logs = np.log(RATIO)
+    half = stats.t.ppf(0.975, 3) * logs.std(ddof=1) / 2
+    assert m["speedup"] == pytest.approx(math.exp(logs.mean()))
+    assert (m["speedup_lo"], m["speedup_hi"]) == pytest.approx(
+        (math.exp(logs.mean() - half), math.exp(logs.mean() + half))
+    )
+    assert m["speedup_unpaired_lo"] < 1 < m["speedup_unpaired_hi"]  # the drift swamps the unpaired ratio
+    assert m["speedup_ci95"] < m["speedup_unpaired_ci95"] / 10
+    (line,) = verdicts(rows, analysis)
+    assert line.startswith("tiny pays at batch 4 (×1.30, 95% CI 1.2")
+
+
+def test_windows_one_arm_after_the_other_are_not_paired() -> None:
+    spec = [b * r for b, r in zip(DRIFT, RATIO, strict=True)]
+    sequential = [windowed("none", 4, DRIFT, [0.0, 1.0, 2.0, 3.0]), windowed("tiny", 4, spec, [4.0, 5.0, 6.0, 7.0])]
+    apply(sequential)
+    assert sequential[1].tags["specexp.speedup_method"] == "unpaired" and sequential[1].metrics["windows_paired"] == 0
+    assert sequential[1].metrics["speedup"] == sequential[1].metrics["speedup_unpaired"]
+    overlapping = [windowed("none", 4, DRIFT, [0.0, 2.0, 4.0, 6.0]), windowed("tiny", 4, spec, [0.5, 2.5, 4.5, 6.5])]
+    apply(overlapping)  # measured at the same time (side by side), not in turn
+    assert overlapping[1].tags["specexp.speedup_method"] == "unpaired"
+
+
+def test_pairs_stop_where_the_turns_stop() -> None:
+    base = [{"window_start": s, "window_end": s + 1.0} for s in (0.0, 2.0, 4.0)]
+    # a precision target let one arm go on alone after its partner stopped
+    spec = [{"window_start": s, "window_end": s + 1.0} for s in (1.0, 3.0, 5.0, 6.5, 8.0)]
+    assert alternated(spec, base) == 3
+    assert alternated(spec, base[:1] + [{"window_start": 9.0, "window_end": 10.0}]) == 1
+    assert alternated(spec, [{"output_throughput": 1.0}] * 3) == 0  # recorded before windows had times
+
+
+def test_a_row_read_back_without_windows_keeps_its_paired_interval() -> None:
+    spec = [b * r for b, r in zip(DRIFT, RATIO, strict=True)]
+    rows = [windowed("none", 4, DRIFT, [0.0, 2.0, 4.0, 6.0]), windowed("tiny", 4, spec, [1.0, 3.0, 5.0, 7.0])]
+    measured = dict(apply(rows).speedups[1])
+    for r in rows:  # as MLflow gives them back: metrics (and the method tag), no windows
+        r.windows = []
+    again = apply(rows).speedups[1]
+    assert again["windows_paired"] == 4 and rows[1].tags["specexp.speedup_method"] == "paired"
+    for key in ("speedup", "speedup_lo", "speedup_hi", "speedup_unpaired"):
+        assert again[key] == pytest.approx(measured[key])

@@ -111,3 +111,22 @@ def test_figures_put_the_rate_on_the_x_axis() -> None:
         [cross["slo_max_rate.none"], cross["slo_max_rate.tiny"]]
     )
     assert list(specs["decode_speedup"].vlines.values()) == pytest.approx([cross["crossover_rate.tiny"]])
+
+
+def test_rate_points_compare_latency_and_goodput_at_the_same_offered_rate() -> None:
+    rows = sweep()
+    for r in rows:
+        r.metrics |= {"ttft_ms_mean": 50.0, "tpot_ms_mean": 10.0 / (STREAM_SPEEDUP[r.rate] if r.speculative else 1.0)}
+    apply(rows)
+    m = rows[4].metrics  # tiny at 1 req/s
+    assert m["tpot_ratio"] == pytest.approx(1 / 1.8) and m["ttft_ratio"] == pytest.approx(1.0)
+    assert m["goodput_ratio"] == pytest.approx(1.0) and "speedup" not in m
+
+
+def test_error_bars_of_a_proportion_stay_within_zero_and_one() -> None:
+    rows = sweep(ci=0.03)
+    specs = {f.name: f for f in figures(rows, apply(rows).crossovers)}
+    for line in specs["slo_attainment"].lines:
+        assert line.err is not None
+        for y, (below, above) in zip(line.y, line.err, strict=True):
+            assert 0.0 <= y - below <= y <= y + above <= 1.0
