@@ -225,7 +225,7 @@ def test_pairs_stop_where_the_turns_stop() -> None:
     # a precision target let one arm go on alone after its partner stopped
     spec = [{"window_start": s, "window_end": s + 1.0} for s in (1.0, 3.0, 5.0, 6.5, 8.0)]
     assert alternated(spec, base) == 3
-    assert alternated(spec, base[:1] + [{"window_start": 9.0, "window_end": 10.0}]) == 1
+    assert alternated(spec, [*base[:1], {"window_start": 9.0, "window_end": 10.0}]) == 1
     assert alternated(spec, [{"output_throughput": 1.0}] * 3) == 0  # recorded before windows had times
 
 
