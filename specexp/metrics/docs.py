@@ -34,9 +34,16 @@ in the job's output folder, written before anything is sent to MLflow.
 - A prompt is never sent twice to the same server within a sweep unless the workload says so
   (prefix caches inflate repeat runs by large factors).
 - A point is measured in consecutive windows on one server launch (`measure.windows`, default 3, or
-  until `measure.rel_ci`); leading windows whose throughput still trends are warm-up and discarded.
-  Counts are summed over the steady windows and every other metric is their mean, with `<key>_ci95`
-  (the 95% Student-t half-width over windows) beside it.
+  until `measure.rel_ci`), after a stated warm-up phase: the warm-up requests, then
+  `measure.warmup_windows` (default 1) whole windows at the point's concurrency, discarded. No measured
+  window is dropped. Counts are summed over the windows and every other metric is their mean, with
+  `<key>_ci95` (the 95% Student-t half-width over windows, exact scipy quantiles) beside it; a rate
+  (`goodput`) gets its interval on the log scale and a proportion (`slo_attainment`) the exact binomial
+  one over requests, both with their bounds as `<key>_lo` / `<key>_hi`.
+- A speculative point's ratios to its baseline (`speedup`, ...) are paired where the two arms' windows
+  took turns (mean log ratio of partner windows, Student-t over the pairs, exponentiated), else
+  unpaired (`<key>_unpaired`, kept beside); their intervals are asymmetric (`_lo` / `_hi`). Verdict
+  classes and break-even bounds are read from the same draws of every point's distribution.
 - A sweep's arms (its servers: `drafter=none,tiny`) take turns where their servers can share the
   machine (`arms`, default auto: no GPU, no fixed port): all up at once, and at each load their
   windows alternate (A B A B), so a speedup compares measurements a window apart.
