@@ -38,9 +38,12 @@ def tail_count(draws: int) -> int:
     return math.ceil(TAIL * draws)
 
 
+@lru_cache(maxsize=8)
 def grid(draws: int = DRAWS) -> np.ndarray:
-    """The probabilities an estimate is drawn at (sorted)."""
-    return np.arange(1, draws + 1) / (draws + 1)
+    """The probabilities an estimate is drawn at (sorted; read-only)."""
+    probabilities = np.arange(1, draws + 1) / (draws + 1)
+    probabilities.flags.writeable = False
+    return probabilities
 
 
 def t975(df: float) -> float:

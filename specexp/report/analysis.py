@@ -206,50 +206,61 @@ def pair_speedups(rows: Sequence[PointResult]) -> dict[int, dict[str, float]]:
     return as_metrics(_ratios(rows))
 
 
-def crossings(xs: Sequence[float], curves: np.ndarray, level: float = 1.0) -> np.ndarray:
-    """Per row of ``curves`` (y at the sorted ``xs``): where y first falls below ``level``, interpolated
-    linearly in log2(x) between the x before and that one; +inf when it never does (the crossing lies
-    beyond the largest x), -inf when it is below already at the first x."""
-    curves = np.atleast_2d(curves)
-    below = curves < level
-    first = np.argmax(below, axis=1)
-    out = np.full(len(curves), np.inf)
-    out[below[:, 0]] = -np.inf
-    inside = below.any(axis=1) & (first > 0)
-    rows = np.flatnonzero(inside)
-    j = first[rows]
+def _between(xs: Sequence[float], curves: np.ndarray, rows: np.ndarray, j: np.ndarray, level: float) -> np.ndarray:
+    """Where y crosses ``level`` between x[j - 1] (at or above it) and x[j] (below), linearly in log2(x)."""
     s0, s1 = curves[rows, j - 1], curves[rows, j]
     with np.errstate(invalid="ignore", divide="ignore"):
-        frac = np.clip(np.nan_to_num((s0 - level) / (s0 - s1), nan=1.0), 0.0, 1.0)
+        frac = (s0 - level) / (s0 - s1)
+    frac = np.where(np.isnan(frac), 1.0, np.clip(frac, 0.0, 1.0))  # nan: y drawn infinite at x[j - 1]
     log_x = np.log2(np.asarray(xs, dtype=float))
-    out[rows] = 2 ** (log_x[j - 1] + frac * (log_x[j] - log_x[j - 1]))
-    return out
+    return 2 ** (log_x[j - 1] + frac * (log_x[j] - log_x[j - 1]))
+
+
+def crossings(xs: Sequence[float], curves: np.ndarray, level: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``curves`` (y at the sorted ``xs``): where y first falls below ``level`` and where it
+    last does (after the last x at or above it), each interpolated linearly in log2(x) between the x
+    at or above and the next; +inf when y never falls below (the crossing lies beyond the largest
+    x), -inf when it is below from the first x on. The two agree on a curve that crosses once."""
+    curves = np.atleast_2d(curves)
+    below = curves < level
+    first, last = np.full(len(curves), np.inf), np.full(len(curves), np.inf)
+    first[below[:, 0]] = -np.inf
+    rows = np.flatnonzero(below.any(axis=1) & ~below[:, 0])
+    first[rows] = _between(xs, curves, rows, np.argmax(below[rows], axis=1), level)
+    above = ~below
+    last_above = curves.shape[1] - 1 - np.argmax(above[:, ::-1], axis=1)
+    last[~above.any(axis=1)] = -np.inf
+    rows = np.flatnonzero(above.any(axis=1) & below[:, -1])
+    last[rows] = _between(xs, curves, rows, last_above[rows] + 1, level)
+    return first, last
 
 
 def crossover(points: Sequence[tuple[float, float]], level: float = 1.0) -> float | None:
     """Where y first falls below ``level`` along x (batch, rate), interpolated linearly in log2(x)
     between the x before and that one; None when it never does or does at the first x already."""
     pts = sorted(points)
-    value = float(crossings([x for x, _ in pts], np.array([[y for _, y in pts]]), level)[0])
-    return value if math.isfinite(value) else None
+    first, _ = crossings([x for x, _ in pts], np.array([[y for _, y in pts]]), level)
+    return float(first[0]) if math.isfinite(first[0]) else None
 
 
 def crossover_interval(points: dict[float, Estimate], level: float = 1.0, draws: int = DRAWS) -> tuple[float, float]:
     """The 95% interval of the crossing: every point's y drawn from its own sampling distribution (the
-    draws its class is decided on, stats.side), all points of a draw together, the crossing of each
-    draw, and the 2.5% tail at either end. -inf / +inf: in at least a 2.5% tail of draws y is below
-    ``level`` at the first x / never falls below it. Seeded: the same points give the same interval.
+    draws its class is decided on, stats.side), all points of a draw together; the lower bound is
+    the 2.5% tail of where the draws first fall below ``level``, the upper bound the 2.5% tail (from
+    above) of where they last do. With 95% the whole crossing (however often a noisy curve crosses)
+    lies between them. -inf / +inf: in at least a 2.5% tail of draws y is below ``level`` from the
+    first x on / never falls below it. Seeded: the same points give the same interval.
 
     This is what keeps a verdict from contradicting itself: a point whose class is not "pays" has at
-    least a tail of draws below ``level``, each of which crosses at or before it, so the lower bound
-    is at or before it; a point that "loses" has all but a tail of draws below, so the upper bound is
-    at or before it."""
+    least a tail of draws below ``level``, each of which first crosses at or before it, so the lower
+    bound is at or before it; a point whose class is not "loses" has at least a tail of draws at or
+    above it, each of which last crosses at or after it, so the upper bound is at or after it."""
     rng = np.random.default_rng(0)
     xs = sorted(points)
     curves = np.column_stack([points[x].draws(rng, draws) for x in xs])
-    values = np.sort(crossings(xs, curves, level))
+    first, last = crossings(xs, curves, level)
     tail = tail_count(draws)
-    return float(values[tail - 1]), float(values[draws - tail])
+    return float(np.sort(first)[tail - 1]), float(np.sort(last)[draws - tail])
 
 
 def _excess(p: Estimate, c: Estimate, n: Estimate) -> float:
