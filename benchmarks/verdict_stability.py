@@ -21,7 +21,7 @@ analysis the sweep ran). Figures per setting:
 An interval may be open ("break-even above 12": +inf) when in more than 2.5% of its draws speculation
 paid at every batch; open ends overlap like any other. Figures only, not a test.
 
-    .venv/bin/python benchmarks/verdict_stability.py [--n 10] [--settings default,rel_ci] [--keep DIR]
+    .venv/bin/python benchmarks/verdict_stability.py [--n 10] [--settings default,rel_ci] [--keep DIR] [--reread]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specexp.report.analysis import apply
-from specexp.report.verdict import PAYS, times, verdict_class
+from specexp.report.verdict import PAYS, times, verdict_class, verdicts
 from specexp.result import PointResult
 
 ENVELOPE = ["drafter=none,tiny", "batch=1,4,8,16", "tracking.enabled=false"]
@@ -72,20 +72,27 @@ class Outcome:
     client_cpu: float  # the load client's highest share of a core
 
 
-def run_sweep(workdir: Path, extra: list[str], outputs: Path) -> Outcome:
-    """One envelope sweep in ``workdir``; its break-even from the points it wrote."""
+def run_sweep(workdir: Path, extra: list[str], outputs: Path) -> None:
+    """One envelope sweep in ``workdir``; how long it took goes to ``seconds.txt`` beside it."""
     argv = [sys.executable, "-m", "specexp", *ENVELOPE, *extra, f"hydra.sweep.dir={workdir}/multirun", "-m"]
     env = {**os.environ, "SPECEXP_OUTPUTS": str(outputs)}
     start = time.monotonic()
     proc = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True)
-    seconds = time.monotonic() - start
+    (workdir / "seconds.txt").write_text(f"{time.monotonic() - start:.1f}\n")
     if proc.returncode != 0:
         raise RuntimeError(f"sweep failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+
+
+def read_sweep(workdir: Path) -> Outcome:
+    """A sweep's break-even, batch-1 class and interval widths from the points it wrote, by the
+    analysis of this checkout (so that kept sweeps can be read again: --reread)."""
+    seconds = float((workdir / "seconds.txt").read_text()) if (workdir / "seconds.txt").exists() else math.nan
     results = [
         PointResult.from_json(json.loads(p.read_text())) for p in sorted((workdir / "multirun").glob("*/results.json"))
     ]
-    (series,) = apply(results).series
-    verdict = (workdir / "multirun" / "verdict.txt").read_text().strip()
+    analysis = apply(results)
+    (series,) = analysis.series
+    verdict = " | ".join(verdicts(results, analysis))
     first = series.points[min(series.points)]
     spec = [r for r in results if r.speculative and "speedup" in r.metrics]
     widths = [
@@ -137,6 +144,7 @@ def main() -> None:
     parser.add_argument("--settings", default="default,rel_ci", help=f"some of {','.join(SETTINGS)}")
     parser.add_argument("--keep", type=Path, help="keep the sweeps' folders here (default: a temporary folder)")
     parser.add_argument("--outputs", type=Path, default=Path(os.environ.get("SPECEXP_OUTPUTS", "outputs")))
+    parser.add_argument("--reread", action="store_true", help="run nothing: read the sweeps kept in --keep again")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="verdict-stability-"))
     summary = []
@@ -144,8 +152,10 @@ def main() -> None:
         outcomes = []
         for i in range(args.n):
             workdir = root / name / str(i)
-            workdir.mkdir(parents=True, exist_ok=True)
-            outcome = run_sweep(workdir, SETTINGS[name], args.outputs.resolve())
+            if not args.reread:
+                workdir.mkdir(parents=True, exist_ok=True)
+                run_sweep(workdir, SETTINGS[name], args.outputs.resolve())
+            outcome = read_sweep(workdir)
             outcomes.append(outcome)
             point = f"{outcome.crossover:.1f}" if outcome.crossover is not None else "-"
             print(
