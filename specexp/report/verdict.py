@@ -158,10 +158,7 @@ def describe(s: Series) -> str:
             "(README: Limits of the measurement)"
         )
     for x in s.unsettled:
-        line += (
-            f"; unsettled at {_at(s, [x])} (still warming up when a cap stopped it): "
-            "raise measure.max_windows or measure.max_s"
-        )
+        line += f"; unsettled at {_at(s, [x])} (a cap stopped it before measure.windows windows): raise measure.max_s"
     if s.intervals and (same := [x for x, p in trusted if verdict_class(p) == SAME]):
         line += inconclusive(s, same)
     return line

@@ -165,12 +165,12 @@ def test_verdict_warns_where_the_load_client_may_be_the_bottleneck() -> None:
     assert "the load client used 80% of a core at batch 16: it may be the bottleneck there" in line
 
 
-def test_a_point_stopped_while_warming_up_is_named_and_left_out_of_the_break_even() -> None:
+def test_a_point_a_cap_stopped_early_is_named_and_left_out_of_the_break_even() -> None:
     rows = sweep(rel_ci=0.02)
-    rows[7].metrics["windows_settled"] = 0.0  # tiny at batch 4: a cap stopped it before it settled
+    rows[7].metrics["windows_settled"] = 0.0  # tiny at batch 4: measure.max_s stopped it early
     analysis = apply(rows)
     (line,) = verdicts(rows, analysis)
-    assert "unsettled at batch 4 (still warming up when a cap stopped it)" in line
+    assert "unsettled at batch 4 (a cap stopped it before measure.windows windows): raise measure.max_s" in line
     assert analysis.series[0].unsettled == [4.0]
     assert 2 < analysis.crossovers["crossover_batch.tiny"] < 8  # from batch 2 (x1.5) and 8 (x0.8) alone
 
