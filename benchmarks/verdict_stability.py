@@ -46,12 +46,13 @@ from specexp.result import PointResult
 ENVELOPE = ["drafter=none,tiny", "batch=1,4,8,16", "tracking.enabled=false"]
 # default: 3 windows per point, the arms taking turns at each batch (arms=auto on CPU); sequential:
 # one server after the other (the arms' order before arms existed); rel_ci: windows until ±3%;
-# repeats: every point on 3 interleaved launches
+# repeats: every point on 3 interleaved launches; windows6: six windows (five pairs' worth of df) per point
 SETTINGS = {
     "default": [],
     "sequential": ["arms=sequential"],
     "rel_ci": ["measure.rel_ci=0.03"],
     "repeats": ["repeats=3"],
+    "windows6": ["measure.windows=6"],
 }
 
 
