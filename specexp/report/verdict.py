@@ -84,7 +84,7 @@ def inconclusive(s: Series, xs: Sequence[float]) -> str:
     loaded = {x: v for x, v in s.host_load.items() if x in xs and v >= LOADED}
     if loaded:
         x, v = max(loaded.items(), key=lambda kv: kv[1])
-        causes.append(f"the host was loaded ({v:.1f} runnable per core at {_at(s, [x])})")
+        causes.append(f"the host was loaded (load average {v:.1f} per core at {_at(s, [x])})")
     busy = {x: v for x, v in s.client_cpu.items() if x in xs}
     if busy:
         x, v = max(busy.items(), key=lambda kv: kv[1])

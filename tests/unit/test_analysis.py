@@ -239,3 +239,16 @@ def test_a_row_read_back_without_windows_keeps_its_paired_interval() -> None:
     assert again["windows_paired"] == 4 and rows[1].tags["specexp.speedup_method"] == "paired"
     for key in ("speedup", "speedup_lo", "speedup_hi", "speedup_unpaired"):
         assert again[key] == pytest.approx(measured[key])
+
+
+def test_an_inconclusive_verdict_names_the_load_it_saw() -> None:
+    rows = sweep(speedups={1: 1.02, 4: 0.99}, rel_ci=0.05)
+    for r in rows:
+        r.metrics["host_load1"] = 5.0
+        r.tags["specexp.host_cpus"] = "2"
+    rows[3].metrics["client_cpu"] = 0.7  # tiny at batch 4
+    (line,) = verdicts(rows, apply(rows))
+    assert line.startswith("tiny: no measurable difference at batch 1, 4")
+    assert "inconclusive at batch 1, 4: the widest interval is at batch" in line
+    assert "the host was loaded (load average 2.5 per core at batch 1)" in line
+    assert "the load client used 70% of a core at batch 4" in line and "repeats=3" in line
