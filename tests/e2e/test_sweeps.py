@@ -57,6 +57,11 @@ def test_four_points_two_servers_either_order(specexp, order) -> None:
         else:
             assert c.data.metrics["accept_length"] > 1.0
             assert "speedup" in c.data.metrics and "decode_speedup" in c.data.metrics
+            # windows that took turns are paired; one arm after the other, they are not
+            method = "unpaired" if "arms=sequential" in order else "paired"
+            assert c.data.tags["specexp.speedup_method"] == method
+            assert (c.data.metrics["windows_paired"] > 0) == (method == "paired")
+            assert "speedup_unpaired" in c.data.metrics and "speedup_lo" in c.data.metrics
     rows = list(csv.DictReader((run.workdir / "multirun" / "summary.csv").open()))
     # Two launches either way: on CPU both servers stay up and the arms take turns at each batch,
     # so a speedup compares measurements seconds apart; arms=sequential runs one server, then the other.
@@ -147,7 +152,7 @@ def test_every_headline_metric_gets_an_interval_and_the_verdict_states_them(spec
         if c.data.params["drafter.name"] == "tiny":
             assert "speedup_ci95" in m and "decode_speedup_ci95" in m
     verdict = (run.workdir / "multirun" / "verdict.txt").read_text()
-    assert verdict.startswith("tiny") and ("±" in verdict or "no measurable difference" in verdict)
+    assert verdict.startswith("tiny") and ("95% CI" in verdict or "no measurable difference" in verdict)
     assert verdict[:40] in run.proc.stderr  # and in the console
     header = (run.workdir / "multirun" / "summary.csv").read_text().splitlines()[0].split(",")
     assert header[header.index("output_throughput") + 1] == "output_throughput_ci95"  # ± beside the value
