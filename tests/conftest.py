@@ -124,3 +124,38 @@ def engine_processes(marker: str) -> list[int]:
         if "specexp.reference" in cmd and marker in cmd:
             pids.append(int(entry.name))
     return pids
+
+
+# The quick tier (`pytest -m quick`): every module's tests that start no live server and no
+# subprocess sweep, plus one end-to-end sweep (two servers taking turns, four points, MLflow, the
+# verdict). Chosen here by path and by the fixtures a test asks for, so no test file carries it.
+LIVE_FIXTURES = {
+    "specexp",  # a `python -m specexp` subprocess: a live server per run
+    "ws",  # the reliability workspace: signals, restarts, resume
+    "plain_server",
+    "draft_server",
+    "self_server",
+    "ngram_server",
+    "outputs",  # tests/scale: submitit groups and MLflow servers
+    "mlflow_server",
+    "built",  # builds the tiny model twice from scratch
+}
+LIVE_MARKERS = {"slow", "vllm", "sglang", "gpu", "browser", "scale"}
+LIVE_PATHS = ("tests/packaging/",)  # builds and installs a wheel
+QUICK_SWEEP = "tests/e2e/test_sweeps.py::test_four_points_two_servers_either_order[order0]"
+
+
+def quick(item: pytest.Item) -> bool:
+    """Whether a collected test belongs to the quick tier."""
+    path = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
+    if f"{path}::{item.name}" == QUICK_SWEEP:
+        return True
+    if path.startswith(LIVE_PATHS) or LIVE_MARKERS & {m.name for m in item.iter_markers()}:
+        return False
+    return not LIVE_FIXTURES & set(getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if quick(item):
+            item.add_marker(pytest.mark.quick)
