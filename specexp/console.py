@@ -1,23 +1,18 @@
-"""What the user sees: a progress bar per point (only on a terminal) and tables of points."""
+"""What the user sees: tables of points and the line a bad config exits with (live progress: specexp.live)."""
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from specexp import live
 from specexp.config import ConfigError
 from specexp.metrics.registry import digits, header, table_keys
-from specexp.records import RequestRecord
 
-# Tables are meant to be pasted: keep them wide when the output is a file or a pipe.
-console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+console = live.console  # one console on stderr: lines printed through it keep clear of the live status
 
 
 @contextmanager
@@ -28,31 +23,6 @@ def invalid_config_exits() -> Iterator[None]:
     except ConfigError as exc:
         console.print(f"[red]invalid configuration[/red]: {exc}")
         raise SystemExit(2) from None
-
-
-@contextmanager
-def load_progress(total: int, label: str) -> Iterator[Callable[[RequestRecord], None]]:
-    """A live bar of requests done and output tok/s so far; a no-op when stderr is not a terminal."""
-    if not sys.stderr.isatty():
-        yield lambda record: None
-        return
-    start, tokens = time.monotonic(), [0]
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(label, total=total, rate="")
-
-        def on_done(record: RequestRecord) -> None:
-            tokens[0] += record.output_tokens if record.ok else 0
-            rate = tokens[0] / max(time.monotonic() - start, 1e-9)
-            progress.update(task, advance=1, rate=f"{rate:,.1f} tok/s")
-
-        yield on_done
 
 
 def fmt(value: Any, digits: int = 1, ci: Any = None) -> str:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
+import select
+import struct
 import subprocess
 import sys
+import termios
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,7 +95,7 @@ def specexp(tmp_path: Path, shared_outputs: Path) -> Callable[..., Run]:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     storage = f"hydra.sweeper.storage=sqlite:///{tmp_path / 'optuna.db'}"  # studies stay in the test's folder
 
-    def run(*overrides: str, timeout: float = 400) -> Run:
+    def run(*overrides: str, timeout: float = 400, tty: bool = False) -> Run:
         flags = [o for o in overrides if o.startswith("-")]
         overrides = tuple(o for o in overrides if not o.startswith("-"))
         argv = [
@@ -105,10 +111,42 @@ def specexp(tmp_path: Path, shared_outputs: Path) -> Callable[..., Run]:
             *flags,
         ]
         env = {**os.environ, "SPECEXP_OUTPUTS": str(run_outputs(tmp_path, shared_outputs))}
-        proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
+        if tty:
+            proc = in_terminal(argv, tmp_path, env, timeout)
+        else:
+            proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
         return Run(proc, tmp_path, MlflowClient(tracking_uri=uri))
 
     return run
+
+
+def in_terminal(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` with a pseudo-terminal (120 columns) as its stdin, stdout and stderr, as a user's
+    shell would; what it wrote comes back as ``stderr`` (escape sequences included) and ``stdout``."""
+    main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env={**env, "TERM": "xterm-256color"}, stdin=child, stdout=child, stderr=child
+    )
+    os.close(child)
+    out, deadline = bytearray(), time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], 0.5)
+            try:
+                chunk = os.read(main, 65536) if ready else b""
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if ready and not chunk:
+                break
+            out += chunk
+        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        os.close(main)
+        if proc.poll() is None:
+            proc.kill()
+    text = out.decode(errors="replace")
+    return subprocess.CompletedProcess(argv, proc.returncode, text, text)
 
 
 def engine_processes(marker: str) -> list[int]:

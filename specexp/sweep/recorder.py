@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from specexp import point, tracking
+from specexp import live, point, tracking
 from specexp.config import TrackingConfig
 from specexp.console import console, points_table
 from specexp.report.analysis import apply
@@ -127,6 +127,7 @@ class SweepRecorder:
     def update(self, rows: Sequence[PointResult]) -> None:
         """After every point: summary and verdict on disk, speedups, counts and the description in MLflow."""
         speedups, cross, words = self._write(rows, ())
+        live.verdict(words)
         self._publish(rows, speedups, cross, words, {}, [], None)
 
     def finish(
