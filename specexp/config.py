@@ -391,8 +391,12 @@ class TrackingConfig:
     # Seconds between MLflow's system-metrics samples (CPU, memory, GPUs) in each point's measured
     # window; 0 turns them off.
     system_metrics_interval_s: float = 1.0
+    # The port of the `mlflow ui --port` command specexp prints for a local store, and of its links.
+    ui_port: int = 5000
 
     def __post_init__(self) -> None:
+        if not 0 < self.ui_port < 65536:
+            raise ConfigError("tracking.ui_port", f"{self.ui_port} is not a port", "give a port from 1 to 65535")
         if self.system_metrics_interval_s < 0:
             raise ConfigError(
                 "tracking.system_metrics_interval_s", "must be >= 0", "give seconds between samples, or 0 for none"

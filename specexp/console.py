@@ -11,6 +11,7 @@ from rich.table import Table
 from specexp import live
 from specexp.config import ConfigError
 from specexp.metrics.registry import digits, header, table_keys
+from specexp.result import PointResult
 
 console = live.console  # one console on stderr: lines printed through it keep clear of the live status
 
@@ -72,3 +73,22 @@ def points_table(rows: Sequence[dict[str, Any]], title: str, settings: Sequence[
             fmt(row.get("status")),
         )
     return table
+
+
+def load_override(result: PointResult) -> str:
+    """The override that puts a point at its place on its load axis."""
+    return f"load=rate rate={result.rate:g}" if result.load == "rate" else f"batch={result.batch}"
+
+
+def single_run_notes(result: PointResult, drafter_text: str, link: str | None) -> list[str]:
+    """What a single run's table leaves unsaid: what its drafter is, why its speedup is "-", where
+    it is in MLflow."""
+    lines = [f"drafter={result.drafter}: {drafter_text}"] if drafter_text else []
+    if result.speculative:
+        lines.append(
+            "speedup -: a single run has no drafter=none baseline to divide by; measure both as a sweep: "
+            f"python -m specexp drafter=none,{result.drafter} {load_override(result)} -m"
+        )
+    if link:
+        lines.append(f"in MLflow: {link}")
+    return lines

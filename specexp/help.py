@@ -29,6 +29,12 @@ def description(path: Path) -> str:
     return ""
 
 
+def preset_description(group: str, name: str) -> str:
+    """What a group's option is, from its file's description ("" for an option no file defines)."""
+    path = CONF_DIR / group / f"{name}.yaml"
+    return description(path) if path.is_file() else ""
+
+
 def _rows(entries: list[tuple[str, ...]]) -> str:
     """Aligned columns, indented by two spaces."""
     widths = [max(len(e[i]) for e in entries) for i in range(len(entries[0]) - 1)]

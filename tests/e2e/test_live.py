@@ -1,9 +1,6 @@
 """Live progress (specexp.live) as a user sees it: on a terminal, and with output in a file."""
 
 import re
-import time
-
-from specexp.live import PointState
 
 ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -42,10 +39,3 @@ def test_output_to_a_file_gets_one_plain_line_per_point(specexp) -> None:
         and "window 1/3" not in run.proc.stderr
         and "verdict so far" not in run.proc.stderr
     )
-
-
-def test_eta_is_this_windows_rest_then_the_windows_still_asked_for() -> None:
-    state = PointState(1, "drafter=tiny batch=4", windows=3, window=1, done=4, requests=8)
-    state.window_started = time.monotonic() - 2.0  # 4 of 8 requests in 2 s: 4 s a window
-    assert abs(state.eta_s() - (2.0 + 2 * 4.0)) < 0.2
-    assert PointState(1, "x", windows=3).eta_s() is None  # nothing done yet: no guess
