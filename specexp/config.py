@@ -92,12 +92,17 @@ class EngineConfig:
 
 @dataclass
 class ModelConfig:
+    # The model preset's name (model=...): in run names, and the name served unless served_name.
     name: str = MISSING
     path: str = MISSING  # a local directory or a hub id
     served_name: str | None = None  # the name clients send; None: name
+    # The tokenizer's folder or hub id; None: the model's own.
     tokenizer: str | None = None
+    # Tensor-parallel GPUs per server replica.
     tp: int = 1
+    # Let the engine run the checkpoint's own modelling code (needed by some hub models).
     trust_remote_code: bool = False
+    # Context length the server allocates for; None: the checkpoint's.
     max_model_len: int | None = None
     # "tiny": built offline into outputs/ on first use (specexp.models.tiny).
     build: str | None = None
@@ -117,8 +122,11 @@ class ModelConfig:
 class DrafterConfig:
     """Speculation: the draft method, its checkpoint and its depth (steps, top-k, draft tokens)."""
 
+    # The drafter preset's name (drafter=...): none, tiny, ngram, ttt5, ...
     name: str = "none"
+    # How drafts are made: none, draft_model, eagle, eagle3, standalone or ngram.
     method: str = "none"
+    # The draft model's or head's checkpoint folder (or hub id).
     path: str | None = None
     # The model this drafter was trained for (model.name); None: any model.
     target: str | None = None
@@ -175,7 +183,9 @@ class DrafterConfig:
 
 @dataclass
 class NcclConfig:
+    # The nccl preset's name (nccl=default, pcie).
     name: str = "default"
+    # NCCL variables for the server's environment (+nccl.env.NCCL_P2P_DISABLE=1).
     env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -204,6 +214,7 @@ class WorkloadConfig:
     ``unique`` (the default) each point tags them so no server sees a prompt twice.
     """
 
+    # The workload preset's name (workload=random, sharegpt, humaneval, ...).
     name: str = "random"
     kind: str = "random"  # one of WORKLOAD_KINDS
     # completions: /v1/completions with the bare prompt; chat: /v1/chat/completions with OpenAI messages,
@@ -227,10 +238,13 @@ class WorkloadConfig:
     # max_tokens: every request's length with ignore_eos=true (fixed lengths), the cap with
     # ignore_eos=false (natural lengths: the model stops at its end of sequence).
     output_len: int = 64
+    # Ask the engine to ignore end-of-sequence, so every output is output_len tokens long.
     ignore_eos: bool = True
+    # Sampling temperature; 0 is greedy.
     temperature: float = 0.0
     token_range: list[int] = field(default_factory=lambda: [100, 1000])  # random: ids drawn from [lo, hi)
     unique: bool = True  # never send the same prompt twice to a server within a sweep
+    # Seeds the random prompts and where in a dataset the conversations start.
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -307,13 +321,16 @@ class LoadConfig:
     deployment sees them; gaps are gamma-distributed with shape ``burstiness`` (1.0: Poisson, < 1
     burstier, > 1 more regular), drawn from a generator seeded by ``seed`` and the repeat."""
 
+    # The load preset's name (load=closed, rate).
     name: str = "closed"
     kind: str = "closed"  # one of LOAD_KINDS
     rate: float | None = None  # rate: requests per second (conf/load/rate.yaml reads the root key `rate`)
+    # Gamma shape of the gaps between arrivals: 1 is Poisson, < 1 burstier, > 1 more regular.
     burstiness: float = 1.0
     # rate: requests in flight at most; later arrivals wait in the client (queue_ms) and the server is
     # sized to the sweep's largest cap. None: no cap (then engine.max_running_requests sizes the server).
     max_concurrency: int | None = None
+    # Seeds the arrival schedule (with the repeat and the window).
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -341,7 +358,9 @@ class SloConfig:
     ``target``: the fraction of requests that must meet them for a rate to count as sustained."""
 
     ttft_ms: float | None = None  # from the request's scheduled arrival, so client-side queueing counts
+    # Time per output token target, ms (with ttft_ms, what goodput counts).
     tpot_ms: float | None = None
+    # Share of requests that must meet the targets for a load to be sustained.
     target: float = 0.9
 
     def __post_init__(self) -> None:
@@ -385,8 +404,10 @@ class MeasureConfig:
 
 @dataclass
 class TrackingConfig:
+    # false: measure and write folders only (upload later with python -m specexp.sync).
     enabled: bool = True
     uri: str = MISSING  # default sqlite:///<outputs>/mlflow.db (conf/tracking/mlflow.yaml)
+    # The MLflow experiment the runs go to.
     experiment: str = "specexp"
     # Seconds between MLflow's system-metrics samples (CPU, memory, GPUs) in each point's measured
     # window; 0 turns them off.
@@ -433,7 +454,9 @@ class Config:
     # auto: a sweep's speculative point without a drafter=none point of the same settings gets one
     # added (a speedup needs it); off: exactly the points asked for.
     baseline: str = "auto"
+    # Seconds a request may take before the client gives up on it (counted failed).
     request_timeout_s: float = 600.0
+    # Print each server's argv and environment, and the points planned; start nothing.
     dry_run: bool = False
     outputs: str = MISSING  # where mlflow.db, optuna.db and built models live
     sweep_id: str | None = None  # set by specexp's sweepers; shared by the jobs of one multirun
@@ -547,11 +570,14 @@ class TuneConf:
     n_trials: int = 12  # the study's total, across reruns and parallel workers on one storage
     timeout: float | None = None  # seconds for this invocation
     storage: str | None = None  # None: sqlite:///<outputs>/optuna.db; or any SQLAlchemy URL, or journal:///path
+    # The Optuna study's name in its storage (a second run with the same name resumes it).
     study_name: str = "specexp"
     direction: Any = "maximize"  # or a list, one per objective
     objective: Any = "output_throughput"  # a metric key (specexp.metrics.registry), or a list of them
     constraints: list[str] = field(default_factory=list)  # e.g. ["ttft_ms_p99 <= 500"]
+    # Optuna's sampler: tpe, random, grid, bruteforce, nsga2, cmaes, qmc or gp.
     sampler: str = "tpe"
+    # The sampler's seed; null: a fresh one each run.
     seed: int | None = 0
     conditions: dict[str, str] = field(default_factory=dict)  # key -> "other.key > 1"
     batches: list[int] | None = None  # measure each trial at these batch sizes (one objective per batch)
