@@ -19,7 +19,7 @@ from specexp.report.summary import summary_rows, write_csv
 from specexp.report.verdict import verdicts
 
 EPILOG = """examples:
-  python -m specexp.report                        # the latest sweep in outputs/mlflow.db (else the latest study)
+  python -m specexp.report                        # the newest sweep or study in outputs/mlflow.db
   python -m specexp.report 2024-01-01_10-00-00-1a2b3c   # a sweep id
   python -m specexp.report --compare SWEEP_A SWEEP_B   # e.g. before/after an NCCL change
 A sweep is named by its sweep id (tag specexp.sweep_id), its parent run's name or id, or "latest"."""
