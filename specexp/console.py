@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -26,14 +27,26 @@ def invalid_config_exits() -> Iterator[None]:
         raise SystemExit(2) from None
 
 
+def interval_places(half: float, fallback: int) -> int:
+    """Decimal places for a value and its 95% half-width: two significant digits of the half-width
+    (no more, no fewer), so the interval, not the metric's kind, says how precise the number is."""
+    if not half or not math.isfinite(half):
+        return fallback
+    return min(6, max(0, 1 - math.floor(math.log10(abs(half)))))
+
+
 def fmt(value: Any, digits: int = 1, ci: Any = None) -> str:
-    """A number with thousands separators and ``± ci`` when repeats gave an interval; "-" when absent."""
+    """A number with thousands separators, and ``± ci`` (both to the places the interval sets) where
+    it has an interval; "-" when absent. Every table, report and console line formats through here."""
     if value is None or value == "":
         return "-"
     if isinstance(value, int) and not isinstance(value, bool) and ci is None:
         return f"{value:,}"
     if isinstance(value, int | float):
-        return f"{value:,.{digits}f}" + (f" ± {ci:,.{digits}f}" if ci is not None else "")
+        if ci is None:
+            return f"{value:,.{digits}f}"
+        places = interval_places(float(ci), digits)
+        return f"{value:,.{places}f} ± {ci:,.{places}f}"
     return str(value)
 
 
@@ -54,10 +67,13 @@ def points_table(rows: Sequence[dict[str, Any]], title: str, settings: Sequence[
     (rows from report.summary.summary_rows)."""
     table = Table(title=title)
     keys = table_keys(rows)
+    trials = any("trial" in row for row in rows)
+    if trials:
+        table.add_column("trial", justify="right", min_width=5)
     table.add_column("engine")
     table.add_column("drafter")
-    for name in settings:
-        table.add_column(name, justify="right")
+    for name in settings:  # a study's tuned keys, named whole however narrow the terminal
+        table.add_column(name, justify="right", min_width=len(name))
     table.add_column(load_header(rows), justify="right")
     for key in keys:
         table.add_column(header(key), justify="right")
@@ -65,6 +81,7 @@ def points_table(rows: Sequence[dict[str, Any]], title: str, settings: Sequence[
     for row in rows:
         cells = [fmt(row.get(key), digits(key), row.get(f"{key}_ci95")) for key in keys]
         table.add_row(
+            *([fmt(row.get("trial") or None)] if trials else []),
             fmt(row.get("engine.name")),
             fmt(row.get("drafter.name")),
             *(fmt(row.get(key)) for key in settings),

@@ -26,11 +26,12 @@ def points_markdown(rows: Sequence[PointResult], settings: Sequence[str] = ()) -
     names = labels(series_key(r) for r in rows)
     flats = summary_rows(list(rows), settings)
     keys = table_keys(flats)
-    headers = ["config", *settings, load_header(flats), *(header(k) for k in keys), "status"]
+    trials = ["trial"] if any("trial" in flat for flat in flats) else []
+    headers = ["config", *trials, *settings, load_header(flats), *(header(k) for k in keys), "status"]
     body = []
     for row, flat in zip(rows, flats, strict=True):
         cells = [fmt(flat.get(key), digits(key), flat.get(f"{key}_ci95")) for key in keys]
-        tuned = [fmt(flat.get(key)) for key in settings]
+        tuned = [fmt(flat.get(key) or None) for key in [*trials]] + [fmt(flat.get(key)) for key in settings]
         body.append([names[series_key(row)], *tuned, load_cell(flat), *cells, str(flat["status"])])
     return table(headers, body)
 

@@ -145,7 +145,8 @@ class SweepRecorder:
         speedups, cross, words = self._write(rows, answer)
         from specexp.report.plots import make_plots  # plotly and matplotlib: only when a sweep ends
 
-        plots = make_plots(rows, cross, self.sweep_dir / "plots")
+        # a study's depths share each batch: its plot is the tuner's, depth on the x axis
+        plots = make_plots(rows, cross, self.sweep_dir / "plots") if self.kind != "study" else []
         if show:
             console.print(points_table(summary_rows(rows, self.settings), f"sweep {self.sweep_id}", self.settings))
             for line in words:

@@ -152,3 +152,30 @@ def test_schedule_measures_every_batch_on_one_launch_per_trial(specexp) -> None:
     assert len(children) == 4
     assert sum(c.data.tags["specexp.server_reused"] == "false" for c in children) == 2
     assert optuna.__version__.startswith("5")
+
+
+def test_the_depth_preset_on_a_chain_engine_reads_right(specexp) -> None:
+    """tune_depth on the reference engine: depth only (no trial pruned for a top-k the engine
+    refuses), a drafter=none baseline measured once so every trial has a speedup, the best stated
+    with the configurations it cannot be told apart from, repeats pooled, a plot by depth."""
+    run = specexp("drafter=tiny", "+sweep=tune_depth", "batch=2", "hydra.sweeper.n_trials=3", "-m", timeout=900)
+    err = run.proc.stderr
+    assert run.proc.returncode == 0, err[-3000:]
+    assert "searching drafter.num_steps" in err and "infeasible" not in err
+    rows = list(csv.DictReader((run.workdir / "multirun" / "trials.csv").open()))
+    assert [r["state"] for r in rows] == ["COMPLETE"] * 3 and "drafter.topk" not in rows[0]
+    children = [r for r in run.runs() if r.data.tags.get("specexp.role") != "parent"]
+    baselines = [c for c in children if c.data.params["drafter.name"] == "none"]
+    assert len(baselines) == 1 and baselines[0].data.params["batch"] == "2"
+    trials = [c for c in children if c.data.params["drafter.name"] == "tiny"]
+    assert len(trials) == 3 and all("speedup" in c.data.metrics for c in trials)
+    verdict = (run.workdir / "multirun" / "verdict.txt").read_text()
+    (line,) = [x for x in verdict.splitlines() if x.startswith("best at batch 2:")]
+    assert line in err  # the console says what verdict.txt says
+    (best_row,) = csv.DictReader((run.workdir / "multirun" / "best.csv").open())
+    repeated = len(best_row["trials"].split()) > 1
+    assert ("pooled" in line) == repeated
+    assert ("no single best" in line) == bool(best_row["indistinguishable"])
+    (parent,) = [r for r in run.runs() if r.data.tags.get("specexp.role") == "parent"]
+    assert line in parent.data.tags["mlflow.note.content"]
+    assert (run.workdir / "multirun" / "plots" / "study_depth.png").stat().st_size > 10_000

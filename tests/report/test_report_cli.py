@@ -113,10 +113,12 @@ def test_sweep_named_by_run_name_run_id_or_latest(store: dict, tmp_path: Path, c
 
 
 def test_a_study_reports_its_best_depth_per_batch(store: dict, tmp_path: Path, capsys) -> None:
-    out = run(store, capsys, "study-c", "--out", str(tmp_path), "--no-plots")
+    out = run(store, capsys, "study-c", "--out", str(tmp_path))
     assert "# Study study-c: torch/tiny: study study-c" in out
     assert "best at batch 4: drafter.num_steps=3 (output_throughput 300.0, trial 1)" in out  # not the infeasible 8
-    assert "| config | drafter.num_steps | batch |" in out  # the tuned parameter is a column
+    assert "| config | trial | drafter.num_steps | batch |" in out  # the trial and the tuned parameter are columns
+    # the depth on the x axis (not every depth stacked at "batch 4"); no batch-axis figures for a study
+    assert [p.name for p in tmp_path.glob("*.png")] == ["study_depth.png"] and "![study_depth]" in out
 
 
 def test_compare_two_sweeps_point_by_point(store: dict, tmp_path: Path, capsys) -> None:
