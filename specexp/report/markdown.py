@@ -13,11 +13,17 @@ from specexp.report.summary import summary_rows
 from specexp.result import PointResult
 
 
+def escape(text: object) -> str:
+    """Text that stays inside its table cell or list item: pipes escaped, line breaks as ``<br>``
+    (a multi-line ``workload.prompt_format`` would otherwise end the table)."""
+    return str(text).replace("|", "\\|").replace("\r\n", "\n").replace("\n", "<br>")
+
+
 def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     """A GitHub-flavoured table: the first column (the config) left-aligned, the numbers right-aligned."""
     align = [":--", *["--:"] * (len(headers) - 1)]
     lines = [headers, align, *body]
-    return "\n".join("| " + " | ".join(str(c).replace("|", "\\|") for c in line) + " |" for line in lines)
+    return "\n".join("| " + " | ".join(escape(c) for c in line) + " |" for line in lines)
 
 
 def points_markdown(rows: Sequence[PointResult], settings: Sequence[str] = ()) -> str:

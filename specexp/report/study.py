@@ -63,11 +63,12 @@ def arms(rows: Sequence[PointResult], settings: Sequence[str], objective: str) -
     found: dict[tuple[int, tuple], Arm] = {}
     for row in rows:
         value = row.metrics.get(objective)
-        if not row.ok or value is None or row.tags.get("optuna.feasible") == "false" or not row.speculative:
-            continue
+        trial = row.tags.get("optuna.trial")
+        if trial is None or not row.ok or value is None or row.tags.get("optuna.feasible") == "false":
+            continue  # a baseline (no trial), a failed point, or one past a constraint
         tuned = tuple((k, str(row.params.get(k, "-"))) for k in settings)
         arm = found.setdefault((row.batch, tuned), Arm(tuned, row.batch))
-        arm.trials.append(row.tags.get("optuna.trial", "?"))
+        arm.trials.append(trial)
         windows = int(row.metrics.get("windows", 1))
         arm.parts.append(from_interval(value, row.metrics.get(f"{objective}_ci95"), windows))
     out: dict[int, list[Arm]] = {}

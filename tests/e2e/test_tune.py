@@ -86,8 +86,11 @@ def test_study_resumes_and_another_process_loads_it(specexp, tmp_path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(out.stdout) == 3  # n_trials is the study's total: the rerun added one measured trial
-    # one MLflow run per measured trial over both invocations (the store is shared); pruned ones have none
-    assert len([r for r in again.runs() if r.data.tags.get("specexp.role") != "parent"]) == 3
+    # one MLflow run per measured trial over both invocations (the store is shared); pruned ones have
+    # none; the drafter=none baseline was measured once, by the first
+    children = [r for r in again.runs() if r.data.tags.get("specexp.role") != "parent"]
+    assert len([c for c in children if "optuna.trial" in c.data.tags]) == 3
+    assert len([c for c in children if c.data.params["drafter.name"] == "none"]) == 1
     # what the user reads: the tuned parameters as columns, the best depth at the end, no library notes
     err = again.proc.stderr
     assert re.search(r"best at batch 1: drafter\.num_steps=\d", err), err[-3000:]
@@ -148,9 +151,11 @@ def test_schedule_measures_every_batch_on_one_launch_per_trial(specexp) -> None:
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     rows = list(csv.DictReader((run.workdir / "multirun" / "best.csv").open()))
     assert [r["objective"] for r in rows] == ["output_throughput@b1", "output_throughput@b2"]
-    children = [r for r in run.runs() if r.data.tags.get("specexp.role") != "parent"]
+    children = [r for r in run.runs() if r.data.tags.get("optuna.trial") is not None]
     assert len(children) == 4
     assert sum(c.data.tags["specexp.server_reused"] == "false" for c in children) == 2
+    baselines = [r for r in run.runs() if r.data.params.get("drafter.name") == "none"]
+    assert sorted(b.data.params["batch"] for b in baselines) == ["1", "2"]  # one server, both batches
     assert optuna.__version__.startswith("5")
 
 
