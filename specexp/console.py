@@ -1,23 +1,20 @@
-"""What the user sees: a progress bar per point (only on a terminal) and tables of points."""
+"""What the user sees: tables of points and the line a bad config exits with (live progress: specexp.live)."""
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
+import math
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from specexp import live
 from specexp.config import ConfigError
 from specexp.metrics.registry import digits, header, table_keys
-from specexp.records import RequestRecord
+from specexp.result import PointResult
 
-# Tables are meant to be pasted: keep them wide when the output is a file or a pipe.
-console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+console = live.console  # one console on stderr: lines printed through it keep clear of the live status
 
 
 @contextmanager
@@ -30,39 +27,26 @@ def invalid_config_exits() -> Iterator[None]:
         raise SystemExit(2) from None
 
 
-@contextmanager
-def load_progress(total: int, label: str) -> Iterator[Callable[[RequestRecord], None]]:
-    """A live bar of requests done and output tok/s so far; a no-op when stderr is not a terminal."""
-    if not sys.stderr.isatty():
-        yield lambda record: None
-        return
-    start, tokens = time.monotonic(), [0]
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(label, total=total, rate="")
-
-        def on_done(record: RequestRecord) -> None:
-            tokens[0] += record.output_tokens if record.ok else 0
-            rate = tokens[0] / max(time.monotonic() - start, 1e-9)
-            progress.update(task, advance=1, rate=f"{rate:,.1f} tok/s")
-
-        yield on_done
+def interval_places(half: float, fallback: int) -> int:
+    """Decimal places for a value and its 95% half-width: two significant digits of the half-width
+    (no more, no fewer), so the interval, not the metric's kind, says how precise the number is."""
+    if not half or not math.isfinite(half):
+        return fallback
+    return min(6, max(0, 1 - math.floor(math.log10(abs(half)))))
 
 
 def fmt(value: Any, digits: int = 1, ci: Any = None) -> str:
-    """A number with thousands separators and ``± ci`` when repeats gave an interval; "-" when absent."""
+    """A number with thousands separators, and ``± ci`` (both to the places the interval sets) where
+    it has an interval; "-" when absent. Every table, report and console line formats through here."""
     if value is None or value == "":
         return "-"
     if isinstance(value, int) and not isinstance(value, bool) and ci is None:
         return f"{value:,}"
     if isinstance(value, int | float):
-        return f"{value:,.{digits}f}" + (f" ± {ci:,.{digits}f}" if ci is not None else "")
+        if ci is None:
+            return f"{value:,.{digits}f}"
+        places = interval_places(float(ci), digits)
+        return f"{value:,.{places}f} ± {ci:,.{places}f}"
     return str(value)
 
 
@@ -83,10 +67,13 @@ def points_table(rows: Sequence[dict[str, Any]], title: str, settings: Sequence[
     (rows from report.summary.summary_rows)."""
     table = Table(title=title)
     keys = table_keys(rows)
+    trials = any("trial" in row for row in rows)
+    if trials:
+        table.add_column("trial", justify="right", min_width=5)
     table.add_column("engine")
     table.add_column("drafter")
-    for name in settings:
-        table.add_column(name, justify="right")
+    for name in settings:  # a study's tuned keys, named whole however narrow the terminal
+        table.add_column(name, justify="right", min_width=len(name))
     table.add_column(load_header(rows), justify="right")
     for key in keys:
         table.add_column(header(key), justify="right")
@@ -94,6 +81,7 @@ def points_table(rows: Sequence[dict[str, Any]], title: str, settings: Sequence[
     for row in rows:
         cells = [fmt(row.get(key), digits(key), row.get(f"{key}_ci95")) for key in keys]
         table.add_row(
+            *([fmt(row.get("trial") or None)] if trials else []),
             fmt(row.get("engine.name")),
             fmt(row.get("drafter.name")),
             *(fmt(row.get(key)) for key in settings),
@@ -102,3 +90,22 @@ def points_table(rows: Sequence[dict[str, Any]], title: str, settings: Sequence[
             fmt(row.get("status")),
         )
     return table
+
+
+def load_override(result: PointResult) -> str:
+    """The override that puts a point at its place on its load axis."""
+    return f"load=rate rate={result.rate:g}" if result.load == "rate" else f"batch={result.batch}"
+
+
+def single_run_notes(result: PointResult, drafter_text: str, link: str | None) -> list[str]:
+    """What a single run's table leaves unsaid: what its drafter is, why its speedup is "-", where
+    it is in MLflow."""
+    lines = [f"drafter={result.drafter}: {drafter_text}"] if drafter_text else []
+    if result.speculative:
+        lines.append(
+            "speedup -: a single run has no drafter=none baseline to divide by; measure both as a sweep: "
+            f"python -m specexp drafter=none,{result.drafter} {load_override(result)} -m"
+        )
+    if link:
+        lines.append(f"in MLflow: {link}")
+    return lines

@@ -9,24 +9,35 @@ not choices, and are not listed.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import re
+import textwrap
+from collections.abc import Collection
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 from specexp.configstore import CONF_DIR, SWEEPS_DIR
 
 
 def description(path: Path) -> str:
-    """The first sentence of the file's first comment line, or "" when it has none."""
+    """The first sentence of the file's leading comment (after ``# @package``), whole even where it
+    runs over several lines; "" when the file starts with no comment."""
+    text: list[str] = []
     for line in path.read_text().splitlines():
-        if not line.startswith("#"):
-            return ""
-        text = line.lstrip("#").strip()
-        if text.startswith("@package"):
-            continue
-        head, dot, _ = text.partition(". ")
-        return head + ("." if dot else "")
-    return ""
+        body = line.lstrip("#").strip()
+        if not line.startswith("#") or (text and (not body or line.startswith("#  "))):
+            break  # the comment ends, or an indented example or a blank comment line starts
+        if not body.startswith("@package"):
+            text.append(body)
+    return first_sentence(" ".join(text))
+
+
+def preset_description(group: str, name: str) -> str:
+    """What a group's option is, from its file's description ("" for an option no file defines)."""
+    path = CONF_DIR / group / f"{name}.yaml"
+    return description(path) if path.is_file() else ""
 
 
 def _rows(entries: list[tuple[str, ...]]) -> str:
@@ -60,3 +71,138 @@ def presets() -> str:
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("specexp.groups", groups, replace=True)
     OmegaConf.register_new_resolver("specexp.presets", presets, replace=True)
+    OmegaConf.register_new_resolver("specexp.fields", fields, replace=True)
+
+
+# Fields specexp's sweepers set for each job: not for users.
+INTERNAL = {"repeat", "sweep_id", "run_name", "max_batch"}
+
+
+def field_comments(cls: type) -> dict[str, str]:
+    """Each field of dataclass ``cls`` (and of its bases) with its comment in the source: the one
+    on its line, else the comment lines just above it, joined."""
+    out: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        lines, _ = inspect.getsourcelines(klass)
+        above: list[str] = []
+        for line in lines[1:]:
+            text = line.strip()
+            if text.startswith("#"):
+                above.append(text.lstrip("#").strip())
+                continue
+            name, colon, rest = text.partition(":")
+            if colon and name.isidentifier() and line.startswith("    ") and not line.startswith("     "):
+                trailing = rest.partition("  #")[2].strip()
+                out[name] = trailing or " ".join(above) or out.get(name, "")
+            above = []
+    return out
+
+
+SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)\.\s")
+
+
+def first_sentence(text: str) -> str:
+    """Up to the first full stop that ends a sentence ("e.g." does not): never a cut mid-sentence."""
+    end = SENTENCE_END.search(text)
+    return text[: end.start() + 1] if end else text
+
+
+def _default(f: dataclasses.Field) -> str:
+    if f.default is not dataclasses.MISSING:
+        value = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+    else:
+        return "..."
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value == MISSING:
+        return "(preset)"  # the group's option sets it
+    return str(value).replace("'", "").replace(", ", ",")  # one word: [100,1000]
+
+
+def schema_fields(prefix: str, cls: type, skip: Collection[str] = ()) -> list[tuple[str, str]]:
+    """``prefix.field=default`` and its description for each field of ``cls`` a user sets, except
+    ``skip`` and nested schemas (listed on their own)."""
+    comments = field_comments(cls)
+    rows = []
+    for f in dataclasses.fields(cls):
+        if f.name in skip or f.name.startswith("_") or dataclasses.is_dataclass(f.default_factory):
+            continue
+        text = WORDS.get(f"{prefix}{f.name}") or first_sentence(comments.get(f.name, ""))
+        rows.append((f"{prefix}{f.name}={_default(f)}", text))
+    return rows
+
+
+# The few fields whose source carries no comment (the engines' schemas) or one too terse to read alone.
+WORDS = {
+    "drafter.prompt_lookup_min": "ngram: the shortest n-gram matched against the context",
+    "drafter.prompt_lookup_max": "ngram: the longest n-gram matched against the context",
+    "workload.split": "hf: the dataset's split to read",
+    "engine.name": "the engine (the engine= group sets it)",
+    "engine.host": "the address the server listens on",
+    "engine.startup_timeout_s": "seconds the server has to become ready",
+    "engine.extra_args": "more server flags, appended to its argv last",
+    "engine.env": "environment entries for the server (+engine.env.NAME=VALUE)",
+    "engine.device": "the torch device the reference engine runs on",
+    "engine.dtype": "the weights' and activations' dtype",
+    "engine.seed": "the reference engine's sampling seed",
+    "engine.enforce_eager": "vLLM --enforce-eager: no CUDA graphs",
+    "engine.cuda_graph_max_bs": "SGLang --cuda-graph-max-bs; None: sized to the largest batch",
+    "engine.disable_overlap_schedule": "SGLang --disable-overlap-schedule",
+}
+
+
+def fields() -> str:
+    """Every field a user sets, schema by schema, with its default and its one-line description
+    (from the comments of specexp/config.py and the engines' schemas)."""
+    from specexp import config
+    from specexp.engines import ENGINES
+
+    nested = {f.name for f in dataclasses.fields(config.Config) if f.name in GROUP_SCHEMAS}
+    sections: list[tuple[str, list[tuple[str, str]]]] = [
+        ("top level", schema_fields("", config.Config, {*INTERNAL, *nested, "engine"})),
+    ]
+    for name in GROUP_SCHEMAS:
+        sections.append((name, schema_fields(f"{name}.", getattr(config, GROUP_SCHEMAS[name]))))
+    base = {f.name for f in dataclasses.fields(config.EngineConfig)}
+    sections.append(("engine (every engine)", schema_fields("engine.", config.EngineConfig)))
+    for engine in ENGINES.values():
+        sections.append(
+            (f"engine={engine.name}", schema_fields("engine.", engine.config_class, base - {"startup_timeout_s"}))
+        )
+    sections.append(("hydra.sweeper (the tuning presets)", schema_fields("hydra.sweeper.", config.TuneConf)))
+    text = "\n".join(f"  {title}:\n{_wrapped(rows)}" for title, rows in sections if rows)
+    return text.replace("$", "$$")  # Hydra's help goes through string.Template: a lone $ is a placeholder
+
+
+GROUP_SCHEMAS = {
+    "model": "ModelConfig",
+    "drafter": "DrafterConfig",
+    "workload": "WorkloadConfig",
+    "load": "LoadConfig",
+    "slo": "SloConfig",
+    "measure": "MeasureConfig",
+    "tracking": "TrackingConfig",
+    "nccl": "NcclConfig",
+}
+KEY_WIDTH = 38
+
+
+def _wrapped(rows: list[tuple[str, str]], width: int = 118) -> str:
+    """Rows of ``key=default  description``, each description whole, wrapped under its column."""
+    out = []
+    indent = " " * (4 + KEY_WIDTH + 2)
+    for key, text in rows:
+        lead = f"    {key:<{KEY_WIDTH}}  "
+        if len(key) > KEY_WIDTH:
+            out.append(f"    {key}")
+            lead = indent
+        lines = textwrap.wrap(text, width - len(indent)) or [""]
+        out.append(lead + lines[0])
+        out += [indent + line for line in lines[1:]]
+    return "\n".join(line.rstrip() for line in out)

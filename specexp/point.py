@@ -23,9 +23,8 @@ from typing import Any, NamedTuple, TypeVar
 import aiohttp
 from omegaconf import DictConfig, OmegaConf
 
-from specexp import checks, secrets, server, tracking
+from specexp import checks, live, secrets, server, tracking
 from specexp.config import Config, ConfigError, TrackingConfig
-from specexp.console import load_progress
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
 from specexp.load.arrivals import arrival_times
@@ -93,6 +92,10 @@ def warn_synthetic(name: str) -> None:
 
 
 def dry_run_text(cfg: Config) -> str:
+    """A single run's dry run: the server it would start, as JSON; "" for a sweep's point, whose
+    sweep prints one plan for all its points and servers (specexp.sweep.plan.dry_run_plan)."""
+    if cfg.sweep_id:
+        return ""
     _, command, key = describe(cfg)
     shown = {"server_key": key, "argv": command.argv, "env": command.env} if command else {"key": key}
     return json.dumps(secrets.scrub_data(shown), indent=2)
@@ -100,7 +103,8 @@ def dry_run_text(cfg: Config) -> str:
 
 def show(cfg: Config, raw: DictConfig) -> PointResult:
     """A dry run: the server the point would start, printed; nothing is started or written."""
-    print(dry_run_text(cfg), flush=True)
+    if text := dry_run_text(cfg):
+        print(text, flush=True)
     return PointResult.from_params("dry_run", flat_params(raw))
 
 
@@ -212,7 +216,7 @@ async def measure_windows(
                 host = HostSample.now()
                 started = time.time()  # the window's span (epoch s): evidence of arms taking turns
                 turns = sum(len(c.turns) for c in items)
-                with load_progress(turns, f"{load_label(cfg)} window {index + 1}") as on_done:
+                with live.window(turns) as on_done:
 
                     def keep(
                         record: RequestRecord, on_done: Callable[[RequestRecord], None] = on_done, index: int = index
@@ -338,6 +342,7 @@ def run(
     received: list[RequestRecord] = []  # records of the window in progress
     records: list[RequestRecord] = []
     span: list[int] = []  # the measured windows, ms since the epoch: the run's start and end
+    live.point_started(job_num + 1, run_name(cfg), cfg.measure.windows)
     try:
         ensure_models(cfg)
         preflight(cfg)
@@ -347,16 +352,18 @@ def run(
         if key_command is not None:  # served under a name carrying the launch id, proven at readiness
             identity = server.Identity(base_url + "/v1/models", f"{cfg.model.api_name}@{launch}")
             cfg = replace(cfg, model=replace(cfg.model, served_name=identity.served_name))
-        srv, reused = server.acquire(
-            key if cfg.repeats == 1 else f"{key}/launch{cfg.repeat}",  # each round of repeats: a fresh launch
-            engine.command(cfg, port),
-            base_url,
-            base_url + engine.ready_path,
-            log_path,
-            cfg.engine.startup_timeout_s,
-            engine.headers(cfg),
-            identity,
-        )
+        with live.server_launch(server_label(cfg)) as ready:
+            srv, reused = server.acquire(
+                key if cfg.repeats == 1 else f"{key}/launch{cfg.repeat}",  # each round of repeats: a fresh launch
+                engine.command(cfg, port),
+                base_url,
+                base_url + engine.ready_path,
+                log_path,
+                cfg.engine.startup_timeout_s,
+                engine.headers(cfg),
+                identity,
+            )
+            ready(srv.startup_s, reused)
         if reused:
             log_path, server_log_start = srv.log_path or log_path, srv.log_size()
         else:
@@ -431,7 +438,25 @@ def run(
         _write_records(job_dir / "records.jsonl", records)
         _write_json(job_dir / RESULTS, result.to_json())
         _track(cfg, result, job_dir, span[1] if len(span) > 1 else None)
+        live.point_ended(result.status, live_summary(result))
     return result
+
+
+def server_label(cfg: Config) -> str:
+    """The server a point uses, in words for the live display."""
+    return f"{cfg.engine.name} serving {cfg.model.name}, drafter={cfg.drafter.name}"
+
+
+def live_summary(result: PointResult) -> str:
+    """A point's headline figures (or its error's first line) for the line that says it ended."""
+    if result.status != "ok":
+        return (result.error or result.status).splitlines()[0][:200]
+    m = result.metrics
+    ci = m.get("output_throughput_ci95")
+    shown = f"{m.get('output_throughput', 0.0):,.1f}" + (f" ± {ci:,.1f}" if ci is not None else "") + " tok/s"
+    if "accept_length" in m:
+        shown += f" · accept length {m['accept_length']:.2f}"
+    return shown + f" · {int(m.get('windows', 0))} windows"
 
 
 RESULTS = "results.json"

@@ -176,7 +176,15 @@ def ui_hint(cfg: TrackingConfig, exp_id: str, run_id: str | None = None) -> str:
     """Where to look: the page on the tracking server, or how to serve a local store and the page."""
     if cfg.uri.startswith(("http://", "https://")):
         return f"{cfg.uri.rstrip('/')}/{ui_path(exp_id, run_id)}"
-    return f"mlflow ui --backend-store-uri {cfg.uri}, then http://127.0.0.1:5000/{ui_path(exp_id, run_id)}"
+    port = cfg.ui_port
+    return (
+        f"mlflow ui --backend-store-uri {cfg.uri} --port {port}, then http://127.0.0.1:{port}/{ui_path(exp_id, run_id)}"
+    )
+
+
+def run_link(cfg: TrackingConfig, run_id: str) -> str:
+    """``ui_hint`` for one run, its experiment looked up."""
+    return ui_hint(cfg, client(cfg).get_run(run_id).info.experiment_id, run_id)
 
 
 def now_ms() -> int:

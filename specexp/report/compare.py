@@ -1,4 +1,5 @@
-"""Two sweeps point by point (e.g. before/after an NCCL change): ratios B/A of the headline metrics.
+"""Two sweeps point by point (e.g. before/after an NCCL change): ratios B/A of the headline metrics,
+each with its 95% interval from the two points' windows (the geomean row: the ratios' geometric mean).
 
 Points match on every setting that makes them a different experiment, the load included, except the
 settings that are the change itself: one value throughout A, another throughout B.
@@ -11,10 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specexp.console import load_cell, load_header
+from specexp.metrics import stats
 from specexp.metrics.registry import COMPARE_KEYS, header
+from specexp.metrics.stats import Estimate, from_interval
 from specexp.report.analysis import AXIS_PARAMS
 from specexp.report.fetch import Sweep
-from specexp.report.markdown import fmt, table
+from specexp.report.markdown import escape, fmt, table
 from specexp.report.series import labels, series_key, settings
 from specexp.report.summary import summary_rows
 from specexp.result import PointResult
@@ -49,12 +52,23 @@ def compare(a: Sequence[PointResult], b: Sequence[PointResult]) -> Comparison:
     return Comparison(changed, pairs, only_a, only_b)
 
 
-def ratio(a: PointResult, b: PointResult, metric: str) -> float | None:
-    """B/A of one metric; None unless both points are ok and measured it."""
-    if not a.ok or not b.ok:
+def measured(row: PointResult, metric: str) -> Estimate | None:
+    """A point's metric with its interval over its windows, as it was recorded."""
+    value = row.metrics.get(metric) if row.ok else None
+    if value is None:
         return None
-    num, den = b.metrics.get(metric), a.metrics.get(metric)
-    return num / den if num is not None and den else None
+    return from_interval(value, row.metrics.get(f"{metric}_ci95"), int(row.metrics.get("windows", 1)))
+
+
+def ratio(a: PointResult, b: PointResult, metric: str) -> Estimate | None:
+    """B/A of one metric with its 95% interval (the two sweeps' windows are independent:
+    specexp.metrics.stats.ratio); None unless both points are ok and measured it."""
+    num, den = measured(b, metric), measured(a, metric)
+    return stats.ratio(num, den) if num is not None and den is not None and den.value else None
+
+
+def _ratio_cell(e: Estimate | None) -> str:
+    return fmt(e.value if e else None, 3, e.half if e is not None and e.known else None)
 
 
 def _geomean(values: list[float]) -> float | None:
@@ -73,13 +87,14 @@ def compare_report(a: Sweep, b: Sweep) -> str:
         ratios = {m: ratio(ra, rb, m) for m in COMPARE_KEYS}
         for m, v in ratios.items():
             if v is not None:
-                columns[m].append(v)
+                columns[m].append(v.value)
         tput = [fmt(r.metrics.get("output_throughput") if r.ok else None) for r in (ra, rb)]
         name = names[series_key(ra, comp.changed)]
-        body.append([name, load_cell(flat), *tput, *(fmt(ratios[m], 3) for m in COMPARE_KEYS)])
+        body.append([name, load_cell(flat), *tput, *(_ratio_cell(ratios[m]) for m in COMPARE_KEYS)])
     if body:
         body.append(["geomean", "", "", "", *(fmt(_geomean(columns[m]), 3) for m in COMPARE_KEYS)])
-    changes = [f"- `{k}`: {va} → {vb}" for k, (va, vb) in comp.changed.items()] or ["- no setting differs"]
+    changes = [f"- `{k}`: {escape(va)} → {escape(vb)}" for k, (va, vb) in comp.changed.items()]
+    changes = changes or ["- no setting differs"]
     parts = [
         f"# {b.sweep_id} (B) vs {a.sweep_id} (A)",
         "\n".join(["What changed:", *changes]),

@@ -37,8 +37,10 @@ class Sweep:
 
     @property
     def settings(self) -> list[str]:
-        """The swept keys that are not batch: a study's tuned parameters."""
-        return [k.removeprefix("swept.") for k in self.params if k.startswith("swept.") and k != "swept.batch"]
+        """The swept keys that are settings of their own: a study's tuned parameters, a grid's
+        ``decode``; not the load (its own column) nor a group (``drafter``: the config column names it)."""
+        swept = [k.removeprefix("swept.") for k in self.params if k.startswith("swept.")]
+        return [k for k in swept if k not in AXIS_PARAMS and any(k in r.params for r in self.rows)]
 
 
 def _search(mlflow: MlflowClient, exp_id: str, where: str, order_by: list[str] | None = None) -> list[Run]:
@@ -54,15 +56,12 @@ def _search(mlflow: MlflowClient, exp_id: str, where: str, order_by: list[str] |
 
 def find_sweep_parent(mlflow: MlflowClient, exp_id: str, ref: str) -> Run:
     """The parent run named by ``ref``: a sweep id, a run name, a run id, or "latest": the newest
-    sweep that has a verdict (a grid), else the newest study."""
+    sweep of either kind (a grid or a study), as the one just run is what a user asks about."""
     if "'" in ref:
         raise SweepNotFound(f"no sweep {ref!r}: quotes are not allowed in a sweep reference")
     newest = ["attributes.start_time DESC"]
-    if ref == LATEST:
-        recent = mlflow.search_runs([exp_id], _PARENTS, max_results=100, order_by=newest)
-        grids = [r for r in recent if r.data.tags.get("specexp.kind", "grid") != "study"]
-        if grids or recent:
-            return (grids or recent)[0]
+    if ref == LATEST and (recent := mlflow.search_runs([exp_id], _PARENTS, max_results=1, order_by=newest)):
+        return recent[0]
     wheres = [] if ref == LATEST else [f"{_PARENTS} and {w.format(ref)}" for w in _REFS]
     for where in wheres:
         runs = mlflow.search_runs([exp_id], where, max_results=1, order_by=newest)

@@ -13,11 +13,17 @@ from specexp.report.summary import summary_rows
 from specexp.result import PointResult
 
 
+def escape(text: object) -> str:
+    """Text that stays inside its table cell or list item: pipes escaped, line breaks as ``<br>``
+    (a multi-line ``workload.prompt_format`` would otherwise end the table)."""
+    return str(text).replace("|", "\\|").replace("\r\n", "\n").replace("\n", "<br>")
+
+
 def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     """A GitHub-flavoured table: the first column (the config) left-aligned, the numbers right-aligned."""
     align = [":--", *["--:"] * (len(headers) - 1)]
     lines = [headers, align, *body]
-    return "\n".join("| " + " | ".join(str(c).replace("|", "\\|") for c in line) + " |" for line in lines)
+    return "\n".join("| " + " | ".join(escape(c) for c in line) + " |" for line in lines)
 
 
 def points_markdown(rows: Sequence[PointResult], settings: Sequence[str] = ()) -> str:
@@ -26,11 +32,12 @@ def points_markdown(rows: Sequence[PointResult], settings: Sequence[str] = ()) -
     names = labels(series_key(r) for r in rows)
     flats = summary_rows(list(rows), settings)
     keys = table_keys(flats)
-    headers = ["config", *settings, load_header(flats), *(header(k) for k in keys), "status"]
+    trials = ["trial"] if any("trial" in flat for flat in flats) else []
+    headers = ["config", *trials, *settings, load_header(flats), *(header(k) for k in keys), "status"]
     body = []
     for row, flat in zip(rows, flats, strict=True):
         cells = [fmt(flat.get(key), digits(key), flat.get(f"{key}_ci95")) for key in keys]
-        tuned = [fmt(flat.get(key)) for key in settings]
+        tuned = [fmt(flat.get(key) or None) for key in [*trials]] + [fmt(flat.get(key)) for key in settings]
         body.append([names[series_key(row)], *tuned, load_cell(flat), *cells, str(flat["status"])])
     return table(headers, body)
 

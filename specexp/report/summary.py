@@ -28,6 +28,9 @@ LEAD_COLUMNS = (
 )
 
 
+TRIAL = "optuna.trial"  # the tag naming the study's trial a point measured
+
+
 def with_intervals_beside(metrics: dict[str, float]) -> dict[str, float]:
     """The metrics with each ``<key>_ci95`` right after its ``<key>``: a ± column beside its value."""
     out: dict[str, float] = {}
@@ -43,8 +46,10 @@ def summary_rows(results: Sequence[PointResult], settings: Sequence[str] = ()) -
     """One flat dict per point: its lead settings (and ``settings``), status, every metric (each ±
     beside its value), where to find it."""
     rows = []
+    trials = any(TRIAL in r.tags for r in results)  # a study's points: which trial measured each
     for r in results:
-        row = {k: r.params.get(k, "") for k in dict.fromkeys([*LEAD_COLUMNS, *settings])}
+        row = {"trial": r.tags.get(TRIAL, "")} if trials else {}
+        row |= {k: r.params.get(k, "") for k in dict.fromkeys([*LEAD_COLUMNS, *settings])}
         row |= {"status": r.status, **with_intervals_beside(r.metrics)}
         row |= {"run_id": r.run_id, "job_dir": r.job_dir, "error": r.error}
         rows.append(row)

@@ -31,7 +31,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from specexp import secrets, server, tracking
+from specexp import live, secrets, server, tracking
 from specexp.config import Config
 from specexp.configstore import run_id, to_config
 from specexp.console import console, invalid_config_exits
@@ -136,6 +136,7 @@ class LaunchingSweeper(Sweeper):
         have finished so far."""
         groups = form_groups(jobs, run.next_job, run.groups)
         run.next_job += len(jobs)
+        live.expect(run.next_job)
         run.groups += len(groups)
         done: dict[int, list[PointResult]] = {}
 

@@ -41,21 +41,29 @@ def override(key: str, value: str) -> str:
 
 
 def swept(jobs: Sequence[Sequence[str]]) -> dict[str, str]:
-    """Each axis with its values as the sweep's name shows them: ``1–16`` for three or more whole
-    numbers, else the values comma-separated in order of first appearance."""
+    """Each axis with its values exactly, comma-separated in order of first appearance (the parent
+    run's ``swept.<axis>`` params: ``1,4,8,16``, never a range that hides which were measured)."""
     out = {}
     for key in axes(jobs):
-        values = list(dict.fromkeys(v for job in jobs for k, v in map(_key_value, job) if k == key))
-        whole = all(v.lstrip("-").isdigit() for v in values) and len(values) > 2
-        out[key] = f"{min(map(int, values))}–{max(map(int, values))}" if whole else ",".join(values)
+        out[key] = ",".join(dict.fromkeys(v for job in jobs for k, v in map(_key_value, job) if k == key))
     return out
+
+
+def short(values: str) -> str:
+    """An axis's values for a name: ``1–16`` for three or more whole numbers, else as they are."""
+    items = values.split(",")
+    if len(items) > 2 and all(v.lstrip("-").isdigit() for v in items):
+        return f"{min(map(int, items))}–{max(map(int, items))}"
+    return values
 
 
 def sweep_name(cfg: Config, what: Mapping[str, str]) -> str:
     """``torch/tiny: drafter none,tiny × batch 1–16``: the engine and model (unless swept), then each
     swept axis with its values."""
     fixed = [name for key, name in (("engine", cfg.engine.name), ("model", cfg.model.name)) if key not in what]
-    axes_text = " × ".join(f"{k} {v}" for k, v in what.items()) or f"drafter {cfg.drafter.name} × batch {cfg.batch}"
+    axes_text = (
+        " × ".join(f"{k} {short(v)}" for k, v in what.items()) or f"drafter {cfg.drafter.name} × batch {cfg.batch}"
+    )
     return f"{'/'.join(fixed)}: {axes_text}" if fixed else axes_text
 
 

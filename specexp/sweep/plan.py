@@ -18,12 +18,14 @@ one group instead, all up at once, their points taking turns at each load.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from specexp import checks
+from specexp import checks, secrets
 from specexp.config import Config
 from specexp.point import check_files, describe, preflight, prepare
 from specexp.sweep.names import axes, override, point_names
@@ -111,6 +113,8 @@ def plan(
             if describe(first.cfg).command is not None:
                 checks.check_port(first.cfg)
     sized = {g: [] if m is None else [f"max_batch={m}"] for g, m in group_max.items()}
+    if dry_run:
+        print(dry_run_plan(planned, group_max), flush=True)
     return take_turns(
         [
             (
@@ -178,3 +182,45 @@ def by_server(jobs: Sequence[Job]) -> list[list[Job]]:
     """Planned jobs cut into server groups: each run of consecutive jobs in one launcher unit (one
     server launch, or a round's servers taking turns)."""
     return _runs(jobs, lambda j: j.unit)
+
+
+PLACEHOLDER = "/path/to/"  # what a preset's default checkpoint path holds until it is set
+
+
+def placeholders(cfg: Config) -> list[str]:
+    """``key=value`` for each setting that still holds a placeholder path (``/path/to/...``)."""
+    found: list[str] = []
+
+    def walk(node: object, prefix: str) -> None:
+        if dataclasses.is_dataclass(node):
+            for f in dataclasses.fields(node):
+                walk(getattr(node, f.name), f"{prefix}{f.name}.")
+        elif isinstance(node, str) and PLACEHOLDER in node:
+            found.append(f"{prefix[:-1]}={node}")
+
+    walk(cfg, "")
+    return found
+
+
+def dry_run_plan(planned: Sequence[Job], group_max: dict[str, int | None]) -> str:
+    """A dry run's whole plan, compact: each server once (its argv and environment, secrets
+    masked), the points it would measure, and a warning for each placeholder path left unset."""
+    servers = _runs(planned, lambda j: j.group)
+    lines = [f"dry run: {len(planned)} points on {len(servers)} server(s); nothing is started"]
+    warned: set[str] = set()
+    for n, jobs in enumerate(servers, 1):
+        first = replace(jobs[0].cfg, max_batch=group_max.get(jobs[0].group))
+        command = describe(first).command
+        names = ", ".join(j.name or f"batch={j.cfg.batch}" for j in jobs)
+        lines.append(f"server {n} ({jobs[0].group}): {len(jobs)} point(s): {names}")
+        if command is None:
+            lines.append(f"  endpoint: {first.engine.url} (not launched by specexp)")
+        else:
+            lines.append("  argv: " + shlex.join(secrets.scrub_data(command.argv)))
+            if command.env:
+                lines.append("  env: " + " ".join(f"{k}={v}" for k, v in secrets.scrub_data(command.env).items()))
+        for found in placeholders(first):
+            if found not in warned:
+                warned.add(found)
+                lines.append(f"  warning: {found} is a placeholder: set it (or its preset's variable) for a real run")
+    return "\n".join(lines)

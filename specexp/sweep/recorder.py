@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from specexp import point, tracking
+from specexp import live, point, tracking
 from specexp.config import TrackingConfig
 from specexp.console import console, points_table
 from specexp.report.analysis import METHOD_TAG, apply
@@ -127,6 +127,7 @@ class SweepRecorder:
     def update(self, rows: Sequence[PointResult]) -> None:
         """After every point: summary and verdict on disk, speedups, counts and the description in MLflow."""
         speedups, cross, words = self._write(rows, ())
+        live.verdict(words)
         self._publish(rows, speedups, cross, words, {}, [], None)
 
     def finish(
@@ -144,7 +145,8 @@ class SweepRecorder:
         speedups, cross, words = self._write(rows, answer)
         from specexp.report.plots import make_plots  # plotly and matplotlib: only when a sweep ends
 
-        plots = make_plots(rows, cross, self.sweep_dir / "plots")
+        # a study's depths share each batch: its plot is the tuner's, depth on the x axis
+        plots = make_plots(rows, cross, self.sweep_dir / "plots") if self.kind != "study" else []
         if show:
             console.print(points_table(summary_rows(rows, self.settings), f"sweep {self.sweep_id}", self.settings))
             for line in words:

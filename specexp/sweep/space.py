@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +135,32 @@ class SearchSpace:
                     "use range() or choice(), or sampler=tpe",
                 )
         return out
+
+    def without(self, keys: Collection[str]) -> SearchSpace:
+        """The space less ``keys`` and every parameter whose condition names a parameter it drops."""
+        dropped = set(keys)
+        while more := {
+            k for k, cs in self.conditions.items() if k not in dropped and any(c.key in dropped for c in cs)
+        }:
+            dropped |= more
+        kept = {k: d for k, d in self.distributions.items() if k not in dropped}
+        conditions = {k: c for k, c in self.conditions.items() if k not in dropped}
+        return SearchSpace(kept, self.fixed, conditions)
+
+    def refused(self, accepts: Callable[[dict[str, Any]], bool], samples: int = 48) -> list[str]:
+        """The parameters that take at most one value in the configurations ``accepts`` (the
+        engine's checks): across ``samples`` configurations drawn from the space (conditions obeyed;
+        a fixed seed, so the answer does not change), searching them could only prune trials."""
+        study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+        seen: dict[str, set[Any]] = {k: set() for k in self.distributions}
+        for _ in range(samples):
+            trial = study.ask()
+            values = self.suggest(trial)
+            study.tell(trial, 0.0)
+            if accepts(values):
+                for k, v in values.items():
+                    seen[k].add(v)
+        return [k for k, values in seen.items() if len(values) < 2]
 
     def overrides(self, values: Mapping[str, Any]) -> list[str]:
         return [f"{k}={v}" for k, v in self.fixed.items()] + [f"{k}={v}" for k, v in values.items()]

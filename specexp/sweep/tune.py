@@ -31,11 +31,11 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from specexp import tracking
+from specexp import live, tracking
 from specexp.config import Config, ConfigError, TuneConf
-from specexp.console import console, invalid_config_exits
-from specexp.metrics.registry import lookup
-from specexp.report.study import best_line
+from specexp.console import console, fmt, invalid_config_exits
+from specexp.metrics.registry import digits, lookup
+from specexp.report.study import DEPTH_PLOT, arms, best_arm, best_line, depth_plot, is_number
 from specexp.result import PointResult
 from specexp.sweep import claims
 from specexp.sweep.base import LaunchingSweeper, SweepRun
@@ -107,17 +107,6 @@ def half_width(trial: optuna.trial.FrozenTrial, index: int) -> float:
     return halves[index] if index < len(halves) else 0.0
 
 
-def conservative(trial: optuna.trial.FrozenTrial, index: int, direction: str) -> float:
-    """The end of the trial's interval that is worst for the study: what it surely achieves."""
-    value, half = trial.values[index], half_width(trial, index)
-    return value - half if direction == "maximize" else value + half
-
-
-def indistinguishable(a: optuna.trial.FrozenTrial, b: optuna.trial.FrozenTrial, index: int) -> bool:
-    """Whether two trials' 95% intervals on one objective overlap."""
-    return abs(a.values[index] - b.values[index]) <= half_width(a, index) + half_width(b, index)
-
-
 def measured_before(trials: list[optuna.trial.FrozenTrial], params: dict[str, Any]) -> optuna.trial.FrozenTrial | None:
     """A complete trial of the same configuration whose objective proved deterministic."""
     return next(
@@ -186,6 +175,8 @@ class Tuner:
         first = self.sweeper.compose(base)
         with invalid_config_exits():
             self._check_slo(first)
+        self._drop_refused(base, [k for k in self.params if k not in swept], first)
+        space_text = {k: v for k, v in space_text.items() if k in self.space.distributions or k in self.space.fixed}
         if first.dry_run:
             console.print(f"search space: {self.space.distributions}\nconditions: {self.conf.conditions}")
             return None
@@ -200,7 +191,7 @@ class Tuner:
         )
         study.set_metric_names(self.objective_names())
         run = self.sweeper.new_run()
-        run.summarize = lambda: self._summarize(study, run.sweep_dir, url)
+        run.summarize = lambda: self._summarize(study, run.sweep_dir, url, run.points())
         self.measured_batches = self.batches or [first.batch]
         run.kind, run.settings = "study", list(self.space.distributions)
         at = ",".join(map(str, self.measured_batches))
@@ -217,6 +208,8 @@ class Tuner:
         }
         deadline = time.monotonic() + self.conf.timeout if self.conf.timeout else None
 
+        self._baseline = (base, first)  # measured before the first trial that is launched
+
         def body(run: SweepRun) -> None:
             while not self._done(study, deadline):
                 self._trial(study, base, run)
@@ -225,6 +218,54 @@ class Tuner:
         if run.recorder is not None and run.recorder.untracked:
             raise SystemExit(tracking.TRACKING_FAILED)
         return study
+
+    def _drop_refused(self, base: list[str], preset: list[str], first: Config) -> None:
+        """A preset's parameters the engine refuses at any value (a chain engine and a tree's top-k)
+        are not searched: their trials could only be pruned. Sweeps typed on the command line stay, so
+        their trials say why the engine refuses them."""
+
+        def accepts(values: dict[str, Any]) -> bool:
+            try:
+                self.sweeper.compose([*base, *self.space.overrides(values)])
+            except ConfigError:
+                return False
+            return True
+
+        refused = [k for k in self.space.refused(accepts) if k in preset]
+        if refused:
+            self.space = self.space.without(refused)
+            console.print(
+                f"engine={first.engine.name} accepts no value of {', '.join(refused)} this preset searches "
+                f"(a chain drafter's engine takes no tree): searching {', '.join(self.space.distributions)}"
+            )
+        if not self.space.distributions:
+            with invalid_config_exits():
+                raise ConfigError(
+                    "hydra.sweeper.params", "nothing left to search on this engine", "search drafter.num_steps"
+                )
+
+    def _baselines(self, run: SweepRun) -> None:
+        """``drafter=none`` at each measured batch, once, on its own server, before the first trial
+        launched: every trial's point then pairs with it and gets a speedup (whether speculating pays
+        at all there); a study whose trials are all refused launches nothing."""
+        base, first = self._baseline
+        if first.baseline == "off" or not first.drafter.speculative:
+            return
+        done = {r.batch for r in run.points() if not r.speculative and r.ok}
+        wanted = [b for b in self.measured_batches if b not in done]
+        if not wanted:
+            return
+        kept = [o for o in base if not o.lstrip("+").startswith("drafter")]
+        kept += [f"{k}={v}" for k, v in self.space.fixed.items() if not k.startswith("drafter")]
+        jobs = [[*kept, "drafter=none", f"batch={b}"] for b in wanted]
+        live.expect(run.next_job + len(jobs) + self.conf.n_trials * len(self.measured_batches))
+        names = [f"baseline: drafter=none batch={b}" for b in wanted]
+        with invalid_config_exits():
+            planned = self.sweeper.plan(jobs, run.sweep_id, names)
+        for r in self.sweeper.launch(run, planned):
+            shown = fmt(r.metrics.get(self.objectives[0]), 1, r.metrics.get(f"{self.objectives[0]}_ci95"))
+            state = shown if r.ok else f"failed ({r.error})"
+            console.print(f"baseline drafter=none at batch {r.batch}: {self.objectives[0]} {state}")
 
     def _check_slo(self, cfg: Config) -> None:
         """Goodput and attainment exist only under an SLO: without one the objective would be missing
@@ -280,6 +321,7 @@ class Tuner:
             self._tell(study, trial, state=TrialState.PRUNED)
             console.print(f"trial {trial.number} {values}: infeasible, not launched ({exc})")
             return
+        self._baselines(run)
         with claim:
             results = self.sweeper.launch(run, jobs)
         failed = [r for r in results if not r.ok]
@@ -299,8 +341,8 @@ class Tuner:
             trial.set_user_attr("deterministic", windows >= 2 and not any(halves))
             self._tell(study, trial, values=scores)
             shown = ", ".join(
-                f"{name} {score:.4g} ± {half:.2g}"
-                for name, score, half in zip(self.objective_names(), scores, halves, strict=True)
+                f"{name} {fmt(score, digits(key), half or None)}"
+                for name, score, half, (_, key) in zip(self.objective_names(), scores, halves, measured, strict=True)
             )
             console.print(f"trial {trial.number} {values}: {shown}")
         self._tag_runs(results, trial.number, self.conf.study_name, feasible(trial))
@@ -316,29 +358,25 @@ class Tuner:
             self.exhausted = True
 
     def _tag_runs(self, results: list[PointResult], number: int, study_name: str, ok: bool) -> None:
+        tags = {"optuna.trial": str(number), "optuna.study": study_name, "optuna.feasible": str(ok).lower()}
+        for r in results:  # the summary reads them from the points, as the report does from MLflow
+            r.tags |= tags
         if not self.config.tracking.enabled:
             return
         try:
             mlflow = tracking.client(self.config.tracking)
             for r in results:
                 if r.run_id:
-                    tracking.log_values(
-                        mlflow,
-                        r.run_id,
-                        tags={
-                            "optuna.trial": str(number),
-                            "optuna.study": study_name,
-                            "optuna.feasible": str(ok).lower(),
-                        },
-                    )
+                    tracking.log_values(mlflow, r.run_id, tags=tags)
         except Exception:
             log.exception("could not tag the trial's MLflow runs")
 
     def _summarize(
-        self, study: optuna.Study, sweep_dir: Path, url: str
+        self, study: optuna.Study, sweep_dir: Path, url: str, rows: list[PointResult]
     ) -> tuple[dict[str, float], list[Path], list[str]]:
-        """trials.csv, best.csv (the best trial per objective: the schedule), parent metrics, and
-        the best settings per batch in words."""
+        """trials.csv, best.csv (the best configuration per objective, its repeated measurements
+        pooled: the schedule), parent metrics, and the best settings per batch in words, naming the
+        configurations it cannot be told apart from (specexp.report.study, as the report says it)."""
         trials = study.get_trials(deepcopy=False)
         names = self.objective_names()
         with (sweep_dir / "trials.csv").open("w", newline="") as f:
@@ -360,46 +398,34 @@ class Tuner:
         done = [t for t in trials if t.state == TrialState.COMPLETE and feasible(t)]
         out: dict[str, float] = {"trials_complete": len(done), "trials_total": len(trials)}
         answer: list[str] = []
+        settings = list(self.space.distributions)
         with (sweep_dir / "best.csv").open("w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(
-                ["objective", "direction", "value", "ci95", "trial", "indistinguishable", *self.space.distributions]
-            )
+            w.writerow(["objective", "direction", "value", "ci95", "trial", "trials", "indistinguishable", *settings])
             for i, (name, direction) in enumerate(zip(names, self.directions, strict=True)):
-                if not done:
-                    continue
-                pick = max if direction == "maximize" else min
-                best = pick(done, key=lambda t: conservative(t, i, direction))  # chosen on its interval
-                ties = [t.number for t in done if t.params != best.params and indistinguishable(t, best, i)]
-                w.writerow(
-                    [
-                        name,
-                        direction,
-                        best.values[i],
-                        half_width(best, i),
-                        best.number,
-                        " ".join(map(str, ties)),
-                        *(best.params.get(k, "") for k in self.space.distributions),
-                    ]
-                )
-                if ties:
-                    console.print(
-                        f"best {name}: trial {best.number} {best.values[i]:.4g} ± {half_width(best, i):.2g}, "
-                        f"indistinguishable from trial(s) {', '.join(map(str, ties))} at 95%"
-                    )
-                out[f"best.{name}"] = best.values[i]
-                out[f"best.{name}_ci95"] = half_width(best, i)
-                out[f"best_trial.{name}"] = best.number
-                out |= {f"best.{name}.{k}": float(v) for k, v in best.params.items() if isinstance(v, (int, float))}
-                out |= self._importances(study, i, name, direction)
-                batch = self.measured_batches[i] if len(names) == len(self.measured_batches) else None
-                where = f"at batch {batch}" if batch is not None else f"for {name}"
-                answer.append(best_line(where, best.params, name, best.values[i], best.number, half_width(best, i)))
+                objective = self.objectives[0] if self.batches else self.objectives[i]
+                measured = [r for r in rows if not self.batches or r.batch == self.batches[i]]
+                for batch, candidates in arms(measured, settings, objective).items():
+                    best, ties = best_arm(candidates, direction == "maximize")  # chosen on its interval
+                    e, tuned = best.estimate, dict(best.settings)
+                    tied = " ".join(t for a in ties for t in a.trials)
+                    trials_of = " ".join(best.trials)
+                    w.writerow([name, direction, e.value, e.half, best.trials[0], trials_of, tied, *tuned.values()])
+                    out[f"best.{name}"], out[f"best.{name}_ci95"] = e.value, e.half
+                    out[f"best_trial.{name}"] = float(best.trials[0])
+                    out |= {f"best.{name}.{k}": float(v) for k, v in tuned.items() if is_number(v)}
+                    out |= self._importances(study, i, name, direction)
+                    answer.append(best_line(f"at batch {batch}", best, ties, objective))
         console.print(
             f"study {self.conf.study_name!r} in {url}: {len(done)} feasible complete trial(s); "
             f"best per objective in {sweep_dir / 'best.csv'}"
         )
-        return out, [sweep_dir / "trials.csv", sweep_dir / "best.csv"], answer
+        files = [sweep_dir / "trials.csv", sweep_dir / "best.csv"]
+        if settings:  # the first tuned key (the depth) on the x axis
+            files += [
+                p for p in [depth_plot(rows, settings[0], self.objectives[0], sweep_dir / "plots" / DEPTH_PLOT)] if p
+            ]
+        return out, files, answer
 
     def _importances(self, study: optuna.Study, index: int, name: str, direction: str) -> dict[str, float]:
         """How much each parameter matters to reaching the best values (PED-ANOVA, which ranks low

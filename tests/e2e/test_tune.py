@@ -86,8 +86,11 @@ def test_study_resumes_and_another_process_loads_it(specexp, tmp_path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(out.stdout) == 3  # n_trials is the study's total: the rerun added one measured trial
-    # one MLflow run per measured trial over both invocations (the store is shared); pruned ones have none
-    assert len([r for r in again.runs() if r.data.tags.get("specexp.role") != "parent"]) == 3
+    # one MLflow run per measured trial over both invocations (the store is shared); pruned ones have
+    # none; the drafter=none baseline was measured once, by the first
+    children = [r for r in again.runs() if r.data.tags.get("specexp.role") != "parent"]
+    assert len([c for c in children if "optuna.trial" in c.data.tags]) == 3
+    assert len([c for c in children if c.data.params["drafter.name"] == "none"]) == 1
     # what the user reads: the tuned parameters as columns, the best depth at the end, no library notes
     err = again.proc.stderr
     assert re.search(r"best at batch 1: drafter\.num_steps=\d", err), err[-3000:]
@@ -148,7 +151,36 @@ def test_schedule_measures_every_batch_on_one_launch_per_trial(specexp) -> None:
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     rows = list(csv.DictReader((run.workdir / "multirun" / "best.csv").open()))
     assert [r["objective"] for r in rows] == ["output_throughput@b1", "output_throughput@b2"]
-    children = [r for r in run.runs() if r.data.tags.get("specexp.role") != "parent"]
+    children = [r for r in run.runs() if r.data.tags.get("optuna.trial") is not None]
     assert len(children) == 4
     assert sum(c.data.tags["specexp.server_reused"] == "false" for c in children) == 2
+    baselines = [r for r in run.runs() if r.data.params.get("drafter.name") == "none"]
+    assert sorted(b.data.params["batch"] for b in baselines) == ["1", "2"]  # one server, both batches
     assert optuna.__version__.startswith("5")
+
+
+def test_the_depth_preset_on_a_chain_engine_reads_right(specexp) -> None:
+    """tune_depth on the reference engine: depth only (no trial pruned for a top-k the engine
+    refuses), a drafter=none baseline measured once so every trial has a speedup, the best stated
+    with the configurations it cannot be told apart from, repeats pooled, a plot by depth."""
+    run = specexp("drafter=tiny", "+sweep=tune_depth", "batch=2", "hydra.sweeper.n_trials=3", "-m", timeout=900)
+    err = run.proc.stderr
+    assert run.proc.returncode == 0, err[-3000:]
+    assert "searching drafter.num_steps" in err and "infeasible" not in err
+    rows = list(csv.DictReader((run.workdir / "multirun" / "trials.csv").open()))
+    assert [r["state"] for r in rows] == ["COMPLETE"] * 3 and "drafter.topk" not in rows[0]
+    children = [r for r in run.runs() if r.data.tags.get("specexp.role") != "parent"]
+    baselines = [c for c in children if c.data.params["drafter.name"] == "none"]
+    assert len(baselines) == 1 and baselines[0].data.params["batch"] == "2"
+    trials = [c for c in children if c.data.params["drafter.name"] == "tiny"]
+    assert len(trials) == 3 and all("speedup" in c.data.metrics for c in trials)
+    verdict = (run.workdir / "multirun" / "verdict.txt").read_text()
+    (line,) = [x for x in verdict.splitlines() if x.startswith("best at batch 2:")]
+    assert line in err  # the console says what verdict.txt says
+    (best_row,) = csv.DictReader((run.workdir / "multirun" / "best.csv").open())
+    repeated = len(best_row["trials"].split()) > 1
+    assert ("pooled" in line) == repeated
+    assert ("no single best" in line) == bool(best_row["indistinguishable"])
+    (parent,) = [r for r in run.runs() if r.data.tags.get("specexp.role") == "parent"]
+    assert line in parent.data.tags["mlflow.note.content"]
+    assert (run.workdir / "multirun" / "plots" / "study_depth.png").stat().st_size > 10_000

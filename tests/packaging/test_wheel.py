@@ -45,4 +45,4 @@ def test_config_comes_from_the_wheel(installed, tmp_path) -> None:
 def test_a_preset_sweep_runs_from_the_wheel(installed, tmp_path) -> None:
     out = run(installed, tmp_path, "-m", "specexp", "+sweep=batch_matrix", "dry_run=true", "-m")
     assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.count('"server_key"') == 10
+    assert "dry run: 10 points on 2 server(s)" in out.stdout

@@ -68,7 +68,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     cfg = TrackingConfig(uri=f"sqlite:///{outputs / 'mlflow.db'}", experiment="specexp")
     parent_a = log_sweep(cfg, outputs, "sweep-a", "default", 1.0)
     log_sweep(cfg, outputs, "sweep-b", "pcie", 1.1, failed=True)
-    log_study(cfg, outputs, "study-c")  # the newest: "latest" still means the newest sweep with a verdict
+    log_study(cfg, outputs, "study-c")  # the newest: "latest" means it, of either kind
     return {"uri": cfg.uri, "parent_a": parent_a}
 
 
@@ -106,18 +106,19 @@ def test_report_table_verdict_and_files(store: dict, tmp_path: Path, capsys: pyt
 def test_sweep_named_by_run_name_run_id_or_latest(store: dict, tmp_path: Path, capsys) -> None:
     for ref in ("sweep-sweep-a", store["parent_a"]):
         assert "# Sweep sweep-a" in run(store, capsys, ref, "--out", str(tmp_path), "--no-plots")
-    latest = run(store, capsys, "--out", str(tmp_path), "--no-plots")
-    assert "# Sweep sweep-b" in latest
-    failed = parse(latest)[("torch/tiny", "16")]
+    assert "# Study study-c" in run(store, capsys, "--out", str(tmp_path), "--no-plots")  # the newest, a study
+    failed = parse(run(store, capsys, "sweep-b", "--out", str(tmp_path), "--no-plots"))[("torch/tiny", "16")]
     assert failed["status"] == "failed" and failed["output tok/s"] == "-"
-    assert "10 points, 1 failed" in latest
+    assert "10 points, 1 failed" in run(store, capsys, "sweep-b", "--out", str(tmp_path), "--no-plots")
 
 
 def test_a_study_reports_its_best_depth_per_batch(store: dict, tmp_path: Path, capsys) -> None:
-    out = run(store, capsys, "study-c", "--out", str(tmp_path), "--no-plots")
+    out = run(store, capsys, "study-c", "--out", str(tmp_path))
     assert "# Study study-c: torch/tiny: study study-c" in out
     assert "best at batch 4: drafter.num_steps=3 (output_throughput 300.0, trial 1)" in out  # not the infeasible 8
-    assert "| config | drafter.num_steps | batch |" in out  # the tuned parameter is a column
+    assert "| config | trial | drafter.num_steps | batch |" in out  # the trial and the tuned parameter are columns
+    # the depth on the x axis (not every depth stacked at "batch 4"); no batch-axis figures for a study
+    assert [p.name for p in tmp_path.glob("*.png")] == ["study_depth.png"] and "![study_depth]" in out
 
 
 def test_compare_two_sweeps_point_by_point(store: dict, tmp_path: Path, capsys) -> None:

@@ -44,3 +44,38 @@ def test_fields_named_in_the_help_exist(help_text, make_config) -> None:
 def test_three_examples(help_text) -> None:
     examples = help_text.split("== Examples ==", 1)[1]
     assert len(re.findall(r"^\s+python -m specexp", examples, re.M)) == 3
+
+
+def field_rows(help_text: str) -> dict[str, str]:
+    """``key -> description`` from the help's every-field section (wrapped lines joined)."""
+    section = help_text.split("== Every field a user sets", 1)[1].split("\n", 1)[1].split("\n==", 1)[0]
+    rows: dict[str, str] = {}
+    key = None
+    for line in section.splitlines():
+        if m := re.match(r"^    ([\w.]+)=(\S*)\s*(.*)$", line):
+            key = m.group(1)
+            rows[key] = m.group(3)
+        elif key and line.startswith(" " * 44):
+            rows[key] = (rows[key] + " " + line.strip()).strip()
+    return rows
+
+
+def test_every_field_a_user_sets_is_listed_with_its_whole_description(help_text, make_config) -> None:
+    rows = field_rows(help_text)
+    wanted = {"slo.ttft_ms", "slo.tpot_ms", "slo.target", "measure.windows", "measure.rel_ci", "arms", "rate"}
+    wanted |= {"load.max_concurrency", "engine.url", "engine.model_name", "hydra.sweeper.objective", "batch"}
+    assert wanted <= set(rows)
+    assert not {"sweep_id", "run_name", "max_batch", "repeat"} & set(rows)  # set by the sweepers
+    for key, text in rows.items():
+        assert len(text) >= 8, f"{key} has no description"
+        assert not text.endswith((",", "(", " at most", " e.g.")), f"{key}'s description is cut: {text!r}"
+    cfg = OmegaConf.structured(make_config())
+    for key in rows:
+        if not key.startswith(("hydra.", "engine.")):
+            assert OmegaConf.select(cfg, key, default=MISSING) is not MISSING, key
+
+
+def test_descriptions_that_run_over_lines_are_never_cut(help_text) -> None:
+    assert "whatever is in flight, as a deployment sees them." in help_text  # load=rate
+    assert "(Poisson arrivals, at most 16 in flight; two server launches)." in help_text  # +sweep=rate_matrix
+    assert 'e.g. ["ttft_ms_p99 <= 500"]' in help_text  # "e.g." ends no sentence

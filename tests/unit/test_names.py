@@ -30,3 +30,13 @@ def test_names_survive_hydras_override_parser() -> None:
     for name in ["drafter=tiny batch=16", "model.path=/a,b/c's ${oc.env:HOME}", "trial 3: drafter.num_steps=2"]:
         value = parser.parse_override(override("run_name", name)).value()
         assert OmegaConf.create({"run_name": value}).run_name == name
+
+
+def test_the_parent_lists_swept_values_exactly_and_its_name_shortens_them(make_config) -> None:
+    from specexp.sweep.names import sweep_name, sweep_params, swept
+
+    jobs = [[f"drafter={d}", f"batch={b}"] for d in ("none", "tiny") for b in (1, 4, 8, 16)]
+    what = swept(jobs)
+    assert what == {"drafter": "none,tiny", "batch": "1,4,8,16"}
+    assert sweep_params(make_config(), what)["swept.batch"] == "1,4,8,16"
+    assert sweep_name(make_config(), what) == "torch/tiny: drafter none,tiny × batch 1–16"

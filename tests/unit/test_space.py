@@ -66,3 +66,28 @@ def test_grid_needs_discrete_values_and_command_line_sweeps_split_off() -> None:
         ["batch=4"],
         {"drafter.num_steps": "range(1,9)"},
     )
+
+
+def test_a_chain_engine_searches_the_depth_only(make_config) -> None:
+    """tune_depth's space on the reference engine (it drafts a chain): top-k and the draft tokens
+    conditioned on it take no value the engine accepts, so they are dropped, not pruned trial by trial."""
+    space = SearchSpace.parse(
+        {
+            "drafter.num_steps": "range(1, 9)",
+            "drafter.topk": "choice(1, 2, 4)",
+            "drafter.num_draft_tokens": "range(2, 17)",
+        },
+        {"drafter.topk": "drafter.num_steps > 1", "drafter.num_draft_tokens": "drafter.topk > 1"},
+    )
+
+    def accepts(values: dict) -> bool:
+        try:
+            make_config("drafter=tiny", *space.overrides(values))
+        except ConfigError:
+            return False
+        return True
+
+    refused = space.refused(accepts)
+    assert refused == ["drafter.topk", "drafter.num_draft_tokens"]
+    assert list(space.without(["drafter.topk"]).distributions) == ["drafter.num_steps"]  # and what hangs on it
+    assert space.without(["drafter.topk"]).conditions == {}

@@ -1,10 +1,17 @@
-"""The tuner on a noisy objective: the best trial is chosen on its interval, and a deterministic
-objective's configuration is never measured twice."""
+"""The tuner on a noisy objective: the best configuration is chosen on its interval, repeated
+measurements of one configuration are pooled as one arm's windows, the configurations it cannot be
+told apart from are named, and a deterministic objective's configuration is never measured twice."""
 
+import math
+
+import numpy as np
 from optuna.distributions import IntDistribution
 from optuna.trial import create_trial
 
-from specexp.sweep.tune import conservative, indistinguishable, measured_before
+from specexp.metrics.stats import estimate, from_interval
+from specexp.report.study import best_per_batch, pool
+from specexp.result import PointResult
+from specexp.sweep.tune import measured_before
 
 STEPS = {"drafter.num_steps": IntDistribution(1, 8)}
 
@@ -20,13 +27,42 @@ def trial(number: int, steps: int, value: float, half: float, deterministic: boo
     return t
 
 
-def test_the_lucky_measurement_is_not_declared_best() -> None:
-    # the measured case: num_steps=4 once at 401.7 +- 160 (a lucky window), num_steps=3 at 380 +- 6
-    lucky, steady = trial(0, 4, 401.7, 160.0), trial(1, 3, 380.0, 6.0)
-    best = max([lucky, steady], key=lambda t: conservative(t, 0, "maximize"))
-    assert best is steady
-    assert indistinguishable(lucky, steady, 0)  # and the report names the other as a tie
-    assert min([lucky, steady], key=lambda t: conservative(t, 0, "minimize")) is steady
+def point(trial: int, steps: int, windows: list[float]) -> PointResult:
+    e = estimate(windows)
+    metrics = {"output_throughput": e.value, "output_throughput_ci95": e.half, "windows": len(windows)}
+    params = {"drafter.num_steps": steps, "batch": 4}
+    tags = {"optuna.trial": str(trial), "optuna.feasible": "true"}
+    return PointResult("ok", "torch", "tiny", "tiny", 4, params=params, metrics=metrics, tags=tags)
+
+
+def test_pooling_measurements_equals_estimating_over_all_their_windows() -> None:
+    rng = np.random.default_rng(1)
+    parts = [rng.normal(300, 20, n).tolist() for n in (3, 3, 5)]
+    pooled = pool([from_interval(*_recorded(w)) for w in parts])
+    direct = estimate([x for w in parts for x in w])
+    assert math.isclose(pooled.value, direct.value) and math.isclose(pooled.se, direct.se)
+    assert pooled.df == direct.df == 10
+
+
+def _recorded(windows: list[float]) -> tuple[float, float, int]:
+    e = estimate(windows)
+    return e.value, e.half, len(windows)
+
+
+def test_the_lucky_measurement_is_not_declared_best_and_its_peer_is_named() -> None:
+    # num_steps=4 once in a lucky spread (401.7 ± ~160), num_steps=3 steady about 380
+    lucky = point(0, 4, [300.0, 405.0, 500.0])
+    steady = [point(1, 3, [378.0, 380.0, 382.0]), point(2, 3, [379.0, 381.0, 380.0])]
+    (line,) = best_per_batch([lucky, *steady], ["drafter.num_steps"], "output_throughput", maximize=True)
+    assert line.startswith("best at batch 4: drafter.num_steps=3 (output_throughput 380.0")
+    assert "trials 1, 2 pooled, 6 windows" in line  # one arm, not two trials
+    assert line.endswith("no single best: indistinguishable at 95% from drafter.num_steps=4 (trial 0)")
+
+
+def test_a_clear_best_names_no_peer() -> None:
+    rows = [point(0, 2, [200.0, 201.0, 199.0]), point(1, 3, [300.0, 301.0, 299.0])]
+    (line,) = best_per_batch(rows, ["drafter.num_steps"], "output_throughput", maximize=True)
+    assert line == "best at batch 4: drafter.num_steps=3 (output_throughput 300.0 ± 2.5, trial 1)"
 
 
 def test_a_deterministic_configuration_is_found_again_and_a_noisy_one_is_not() -> None:
