@@ -134,8 +134,15 @@ class DrafterConfig:
     # 1..the server's capacity) or the path of a schedule.json (specexp.schedule); null: num_steps at every
     # batch. Given one, num_steps becomes its largest depth, the cap every engine sizes its drafts by.
     schedule: Any = None
+    # A fixed depth in place of drafter.schedule: +sweep=validate_schedule's static arms (schedule dropped,
+    # num_steps = this); null: the schedule, if any.
+    fixed_depth: int | None = None
 
     def __post_init__(self) -> None:
+        if self.fixed_depth is not None:
+            if self.fixed_depth < 1:
+                raise ConfigError("drafter.fixed_depth", f"{self.fixed_depth} < 1", "use a depth of 1 or more, or null")
+            self.schedule, self.num_steps = None, self.fixed_depth
         if self.schedule is not None:
             self._take_schedule()
         if self.method not in SPEC_METHODS:

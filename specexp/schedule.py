@@ -113,3 +113,22 @@ class Schedule:
         batch (SGLang routes a batch to the largest key at or below it), each pinned to one candidate
         depth so its acceptance tracker has nowhere to move (sglang/srt/speculative/adaptive_spec_params.py)."""
         return {str(lo): {"candidate_steps": [depth]} for lo, _, depth in self.ranges}
+
+
+def _given(value: Any) -> Schedule:
+    """A schedule from what a config holds (a path, ranges, or OmegaConf's list of them)."""
+    if isinstance(value, str | Path):
+        return Schedule.parse(value)
+    return Schedule.parse([[int(v) for v in entry] for entry in value])
+
+
+def validation_batches(value: Any) -> str:
+    """``+sweep=validate_schedule``'s batches: both edges of every range (each threshold's two sides)."""
+    edges = sorted({b for lo, hi, _ in _given(value).ranges for b in (lo, hi)})
+    return ",".join(map(str, edges))
+
+
+def validation_arms(value: Any) -> str:
+    """``+sweep=validate_schedule``'s arms as ``drafter.fixed_depth`` values: null (the schedule itself),
+    then each depth the schedule drafts (the baseline, no speculation, is added by baseline=auto)."""
+    return ",".join(["null", *(str(d) for d in _given(value).depths if d > 0)])

@@ -29,18 +29,26 @@ HOW = (
 )
 
 
+def _set(row: PointResult, key: str) -> bool:
+    """Whether a setting is given (params as flattened from the config, or as MLflow's strings)."""
+    return str(row.params.get(key)) not in ("None", "null", "")
+
+
 def depth_of(row: PointResult) -> int | None:
-    """The fixed chain depth the point drafted (0: no speculation); None for trees and scheduled points."""
+    """The fixed chain depth the point drafted (0: no speculation); None for trees and scheduled points.
+    Params are the config as given: drafter.fixed_depth replaces num_steps and the schedule."""
     if not row.speculative:
         return 0
+    if _set(row, "drafter.fixed_depth"):
+        return int(float(row.params["drafter.fixed_depth"]))
     if scheduled(row) or int(float(row.params.get("drafter.topk", 1) or 1)) != 1:
         return None
     return int(float(row.params["drafter.num_steps"]))
 
 
 def scheduled(row: PointResult) -> bool:
-    """Whether the point ran a depth schedule (params as flattened, or as MLflow's strings)."""
-    return str(row.params.get("drafter.schedule")) not in ("None", "null", "")
+    """Whether the point ran a depth schedule."""
+    return row.speculative and _set(row, "drafter.schedule") and not _set(row, "drafter.fixed_depth")
 
 
 def usable(row: PointResult, objective: str) -> bool:
@@ -211,7 +219,9 @@ def write(
     rows: Sequence[PointResult], sweep_dir: Path, objective: str = "output_throughput", maximize: bool = True
 ) -> tuple[list[Path], list[str]]:
     """schedule.json in the sweep folder (the recorder uploads it to the parent run) and its lines;
-    nothing when the points hold no schedule."""
+    nothing when the points hold no schedule. A sweep that ran a schedule gets its verdict instead."""
+    if any(scheduled(r) for r in rows):
+        return [], validation(rows, objective, maximize)
     data = build(rows, objective, maximize)
     if data is None:
         return [], []
@@ -231,3 +241,61 @@ def add_to(
     metrics, files, answer = summary
     more_files, more_lines = write(rows, sweep_dir, objective, maximize)
     return metrics, [*files, *more_files], [*answer, *more_lines]
+
+
+def validation(rows: Sequence[PointResult], objective: str = "output_throughput", maximize: bool = True) -> list[str]:
+    """+sweep=validate_schedule's verdict: at each batch, the schedule against the best static depth
+    (no speculation included) as a ratio with its 95% interval; then any drop in the schedule's
+    objective across one of its thresholds (batch_to of a range to batch_from of the next)."""
+    ran: dict[int, list[Estimate]] = {}
+    plan: Schedule | None = None
+    for row in rows:
+        if scheduled(row) and usable(row, objective) and (est := metric_estimate(row, objective)) is not None:
+            ran.setdefault(row.batch, []).append(est)
+            plan = plan or Schedule.parse(_ranges(row.params["drafter.schedule"]))
+    static = measured(rows, objective)
+    if not ran or plan is None:
+        return []
+    better, worse = (">", "<") if maximize else ("<", ">")
+    out, tally = [], {"beats": [], "ties": [], "loses": []}
+    for batch in sorted(ran):
+        mine = combine(ran[batch])
+        if batch not in static:
+            continue
+        best = judge(batch, static[batch], maximize)
+        r = ratio(mine, static[batch][best.best])
+        if not r.known:
+            word = "ties"
+            how = "no interval (one window): a guess"
+        elif (r.lo > 1) if maximize else (r.hi < 1):
+            word = "beats"
+            how = f"{better} at 95%"
+        elif r.lo <= 1 <= r.hi:
+            word = "ties"
+            how = "within the 95% interval"
+        else:
+            word = "loses"
+            how = f"{worse} at 95%"
+        tally[word].append(batch)
+        out.append(
+            f"batch {batch}: the schedule (depth {plan.depth(batch)}) {word} the best static depth {best.best} "
+            f"({objective} ratio {r.value:.3f} [{r.lo:.3f}, {r.hi:.3f}], {how})"
+        )
+    for (_, hi, _), (lo, _, _) in zip(plan.ranges, plan.ranges[1:], strict=False):
+        if hi in ran and lo in ran:
+            step = ratio(combine(ran[lo]), combine(ran[hi]))
+            dropped = step.hi < 1 if maximize else step.lo > 1
+            if step.known and dropped:
+                out.append(
+                    f"threshold {hi}->{lo}: the schedule's {objective} drops across it "
+                    f"(x{step.value:.3f} [{step.lo:.3f}, {step.hi:.3f}] from batch {hi} to {lo})"
+                )
+    summary = "; ".join(f"{w} at batch {', '.join(map(str, bs))}" for w, bs in tally.items() if bs)
+    return [f"schedule {plan.override()} against the best static depth: {summary} ({HOW})", *out]
+
+
+def _ranges(value: Any) -> Any:
+    """drafter.schedule as a point's params hold it: ranges, a path, or MLflow's string of ranges."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        return json.loads(value)
+    return value

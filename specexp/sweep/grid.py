@@ -34,7 +34,7 @@ def run_grid(sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[
     jobs = sweeper.remaining(run, planned)
     first, what = sweeper.compose(planned[0].overrides), swept(wanted)
     run.name, run.params = sweep_name(first, what), sweep_params(first, what)
-    if {"drafter.num_steps", "batch"} <= what.keys():  # a depth x batch grid: the schedule it measured
+    if "batch" in what and what.keys() & {"drafter.num_steps", "drafter.fixed_depth"}:  # depth x batch: a schedule
         run.summarize = lambda: schedule.add_to(({}, [], []), run.points(), run.sweep_dir)
     sweeper.record(run, first, lambda run: sweeper.launch(run, jobs))
     if any(r.status not in ("ok", "dry_run") for r in run.points()):

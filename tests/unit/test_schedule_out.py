@@ -68,3 +68,32 @@ def test_written_schedule_deploys(tmp_path, make_config):
 
 def test_points_without_two_batches_hold_no_schedule(tmp_path):
     assert schedule.write(rows({4: GRID[4]}), tmp_path) == ([], [])
+
+
+def scheduled_point(batch: int, value: float, plan) -> PointResult:
+    row = point(batch, 1, value)
+    row.params |= {"drafter.schedule": plan, "drafter.num_steps": 4}  # num_steps as given, not as run
+    return row
+
+
+def fixed_point(batch: int, depth: int, value: float, plan) -> PointResult:
+    row = point(batch, 1, value)
+    row.params |= {"drafter.schedule": plan, "drafter.fixed_depth": depth, "drafter.num_steps": 4}
+    return row
+
+
+def test_validation_says_where_the_schedule_beats_ties_and_loses(tmp_path):
+    plan = [[1, 4, 3], [5, 16, 1]]
+    static = {1: {0: 50, 3: 100, 1: 70}, 4: {0: 150, 3: 240, 1: 190}, 5: {0: 170, 3: 250, 1: 230}}
+    static[16] = {0: 500, 3: 430, 1: 520}
+    rows = [point(b, 0, v[0]) for b, v in static.items()]
+    rows += [fixed_point(b, d, val, plan) for b, v in static.items() for d, val in v.items() if d]
+    rows += [scheduled_point(1, 110, plan), scheduled_point(4, 240.5, plan), scheduled_point(5, 200, plan)]
+    rows += [scheduled_point(16, 520, plan)]
+    files, lines = schedule.write(rows, tmp_path)
+    assert files == []  # a sweep that ran a schedule judges it; it writes no new one
+    head, *per_batch = lines
+    assert "beats at batch 1; ties at batch 4, 16; loses at batch 5" in head
+    assert per_batch[0].startswith("batch 1: the schedule (depth 3) beats the best static depth 3")
+    assert per_batch[2].startswith("batch 5: the schedule (depth 1) loses the best static depth 3")
+    assert lines[-1].startswith("threshold 4->5: the schedule's output_throughput drops across it")
