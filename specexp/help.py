@@ -13,8 +13,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from specexp import schedule
 from specexp.configstore import CONF_DIR, SWEEPS_DIR
+from specexp.sweep import validate
 
 
 def description(path: Path) -> str:
@@ -61,5 +61,5 @@ def presets() -> str:
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("specexp.groups", groups, replace=True)
     OmegaConf.register_new_resolver("specexp.presets", presets, replace=True)
-    OmegaConf.register_new_resolver("specexp.schedule_batches", schedule.validation_batches, replace=True)
-    OmegaConf.register_new_resolver("specexp.schedule_arms", schedule.validation_arms, replace=True)
+    for name, resolver in validate.RESOLVERS.items():  # +sweep=validate_schedule's axes
+        OmegaConf.register_new_resolver(name, resolver, replace=True)
