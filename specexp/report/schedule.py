@@ -156,6 +156,7 @@ def build(rows: Sequence[PointResult], objective: str, maximize: bool) -> dict[s
     ranges = merge(bests, maximize)
     schedule = Schedule(tuple((r.first, r.last, r.depth) for r in ranges))
     table = {b.batch: b for b in bests}
+    pays = schedule.max_depth > 0  # else no depth beats no speculation anywhere: nothing to deploy
     spec = next((r for r in rows if r.speculative and depth_of(r)), None)
     return {
         "schedule": schedule.as_list(),
@@ -185,12 +186,14 @@ def build(rows: Sequence[PointResult], objective: str, maximize: bool) -> dict[s
             }
             for b in bests
         },
-        "override": schedule.override(),
+        "override": schedule.override() if pays else None,
         "vllm": {
             "num_speculative_tokens": schedule.max_depth,
             "num_speculative_tokens_per_batch_size": schedule.as_list(),
-        },
-        "sglang_adaptive_config": schedule.sglang_adaptive(),
+        }
+        if pays
+        else None,
+        "sglang_adaptive_config": schedule.sglang_adaptive() if pays else None,
     }
 
 
@@ -205,10 +208,13 @@ def lines(data: dict[str, Any], path: Path) -> list[str]:
         )
         gap = f"; batch {','.join(map(str, r['not_measured']))} not measured" if r["not_measured"] else ""
         shown.append(f"{span}: depth {r['depth']} ({r['basis']}{gap})")
+    head = f"depth schedule for {data['objective']} ({path}): " + " | ".join(shown)
+    if data["override"] is None:
+        return [head, "speculation pays at no measured batch: serve drafter=none (no schedule to deploy)"]
     vllm = json.dumps(data["vllm"], separators=(",", ":"))
     sglang = json.dumps(data["sglang_adaptive_config"], separators=(",", ":"))
     return [
-        f"depth schedule for {data['objective']} ({path}): " + " | ".join(shown),
+        head,
         f"use it: {data['override']}  (or drafter.schedule={path})",
         f"vLLM: add to --speculative-config {vllm}",
         f"SGLang (EAGLE/EAGLE3): --speculative-adaptive --speculative-adaptive-config <a file holding {sglang}>",

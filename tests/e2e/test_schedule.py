@@ -3,6 +3,8 @@ schedule fails before any server, and validate_schedule runs the schedule agains
 
 import json
 
+import pytest
+
 from tests.conftest import engine_processes
 
 
@@ -18,8 +20,12 @@ def test_a_depth_by_batch_grid_writes_a_deployable_schedule(specexp) -> None:
     data = json.loads(path.read_text())
     assert data["schedule"][0][0] == 1 and data["schedule"][-1][1] == 2
     assert set(data["per_batch"]["1"]["depths"]) == {"0", "1", "2"}  # the added baseline is depth 0
-    assert f"use it: {data['override']}" in run.proc.stdout
-    assert "num_speculative_tokens_per_batch_size" in run.proc.stdout
+    verdict = (run.workdir / "multirun" / "verdict.txt").read_text()
+    assert f"depth schedule for output_throughput ({path}): batch 1" in verdict and "batch 1" in run.proc.stderr
+    if data["override"]:  # the tiny drafter on two noisy cores may or may not pay
+        assert f"use it: {data['override']}" in verdict and "num_speculative_tokens_per_batch_size" in verdict
+    else:
+        assert "speculation pays at no measured batch: serve drafter=none" in verdict
     artifacts = [a.path for a in run.mlflow.list_artifacts(parent_of(run).info.run_id)]
     assert "schedule.json" in artifacts
 
@@ -31,6 +37,7 @@ def test_a_bad_schedule_fails_in_one_line_before_any_server(specexp) -> None:
     assert not engine_processes(str(run.workdir))
 
 
+@pytest.mark.slow  # eight points, four servers taking turns: a minute or two on two cores
 def test_validate_schedule_runs_each_arm_and_judges_the_schedule(specexp, tmp_path) -> None:
     schedule = tmp_path / "schedule.json"
     schedule.write_text(json.dumps({"schedule": [[1, 1, 2], [2, 2, 1]]}))

@@ -66,6 +66,14 @@ def test_written_schedule_deploys(tmp_path, make_config):
     assert json.loads(lines[2].split("--speculative-config ", 1)[1])["num_speculative_tokens_per_batch_size"]
 
 
+def test_where_no_depth_pays_there_is_nothing_to_deploy(tmp_path):
+    grid = {1: {0: 100, 1: 60, 2: 50}, 2: {0: 200, 1: 150, 2: 120}}
+    files, lines = schedule.write(rows(grid), tmp_path)
+    data = json.loads(files[0].read_text())
+    assert data["schedule"] == [[1, 2, 0]] and data["override"] is None and data["vllm"] is None
+    assert lines[-1] == "speculation pays at no measured batch: serve drafter=none (no schedule to deploy)"
+
+
 def test_points_without_two_batches_hold_no_schedule(tmp_path):
     assert schedule.write(rows({4: GRID[4]}), tmp_path) == ([], [])
 
