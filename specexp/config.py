@@ -177,8 +177,7 @@ class DrafterConfig:
             )
 
     def _take_schedule(self) -> None:
-        """Replace the setting by its ranges (a path is read once, so runs record what they ran) and
-        num_steps by the largest depth."""
+        """Replace the setting by its ranges (a path is read here, once), num_steps by the largest depth."""
         try:
             schedule = Schedule.parse(self.schedule)
         except ScheduleError as exc:
