@@ -132,3 +132,11 @@ def validation_arms(value: Any) -> str:
     """``+sweep=validate_schedule``'s arms as ``drafter.fixed_depth`` values: null (the schedule itself),
     then each depth the schedule drafts (the baseline, no speculation, is added by baseline=auto)."""
     return ",".join(["null", *(str(d) for d in _given(value).depths if d > 0)])
+
+
+def validation_depth(fixed: Any, value: Any) -> int:
+    """The depth an arm of ``+sweep=validate_schedule`` drafts at most, for its recorded num_steps:
+    its fixed depth, else the schedule's largest, else 0 (the baseline, which has neither)."""
+    if fixed is not None:
+        return int(fixed)
+    return 0 if value is None else _given(value).max_depth

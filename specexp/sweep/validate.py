@@ -8,20 +8,22 @@ from typing import Any
 
 from specexp.config import ConfigError
 from specexp.console import invalid_config_exits
-from specexp.schedule import ScheduleError, validation_arms, validation_batches
+from specexp.schedule import ScheduleError, validation_arms, validation_batches, validation_depth
 
 
-def _from_schedule(axis: Callable[[Any], str]) -> Callable[[Any], str]:
-    def resolve(value: Any) -> str:
+def _from_schedule(axis: Callable[..., Any], required: bool = True) -> Callable[..., Any]:
+    """``axis`` over the schedule (its last argument), a ConfigError for a bad one."""
+
+    def resolve(*args: Any) -> Any:
         with invalid_config_exits():
-            if value is None:
+            if required and args[-1] is None:
                 raise ConfigError(
                     "drafter.schedule",
                     "+sweep=validate_schedule validates a schedule, and none is set",
                     "add drafter.schedule=<sweep folder>/schedule.json (what +sweep=tune_schedule writes)",
                 )
             try:
-                return axis(value)
+                return axis(*args)
             except ScheduleError as exc:
                 raise ConfigError("drafter.schedule", exc.problem, exc.fix) from None
 
@@ -31,4 +33,6 @@ def _from_schedule(axis: Callable[[Any], str]) -> Callable[[Any], str]:
 RESOLVERS = {
     "specexp.schedule_batches": _from_schedule(validation_batches),
     "specexp.schedule_arms": _from_schedule(validation_arms),
+    # the baseline drops drafter.schedule: it has no schedule and drafts nothing
+    "specexp.schedule_depth": _from_schedule(validation_depth, required=False),
 }

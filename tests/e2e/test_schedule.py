@@ -45,11 +45,12 @@ def test_validate_schedule_runs_each_arm_and_judges_the_schedule(specexp, tmp_pa
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     points = [json.loads(p.read_text()) for p in (run.workdir / "multirun").glob("*/results.json")]
     arms = {
-        (p["params"]["drafter.name"], str(p["params"].get("drafter.fixed_depth")), p["params"]["batch"]) for p in points
+        (p["params"]["drafter.name"], str(p["params"].get("drafter.fixed_depth")), p["params"]["drafter.num_steps"])
+        for p in points
     }
-    assert arms == {
-        (d, f, b) for d, f in (("none", "None"), ("tiny", "None"), ("tiny", "1"), ("tiny", "2")) for b in (1, 2)
-    }
+    # each arm records the most it drafts: none 0, the fixed depths theirs, the schedule its largest
+    assert arms == {("none", "None", 0), ("tiny", "None", 2), ("tiny", "1", 1), ("tiny", "2", 2)}
+    assert sorted(p["params"]["batch"] for p in points) == [1] * 4 + [2] * 4
     argvs = [json.loads(p.read_text())["argv"] for p in (run.workdir / "multirun").glob("*/server.json")]
     assert ["--schedule", "[[1, 1, 2], [2, 2, 1]]"] in [
         a[a.index("--schedule") : a.index("--schedule") + 2] for a in argvs if "--schedule" in a
