@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 
 from omegaconf import MISSING
 
+from specexp.schedule import Schedule, ScheduleError
+
 
 class ConfigError(ValueError):
     """An invalid setting, named by its dotted key, with how to fix it."""
@@ -136,8 +138,21 @@ class DrafterConfig:
     prompt_lookup_min: int = 1  # ngram
     prompt_lookup_max: int = 3  # ngram
     build: str | None = None  # "tiny": built with model=tiny
+    # Depth per number of running requests: [[batch_from, batch_to, num_steps], ...] (inclusive, covering
+    # 1..the server's capacity) or the path of a schedule.json (specexp.schedule); null: num_steps at every
+    # batch. Given one, num_steps becomes its largest depth, the cap every engine sizes its drafts by.
+    schedule: Any = None
+    # A fixed depth in place of drafter.schedule: +sweep=validate_schedule's static arms (schedule dropped,
+    # num_steps = this); null: the schedule, if any.
+    fixed_depth: int | None = None
 
     def __post_init__(self) -> None:
+        if self.fixed_depth is not None:
+            if self.fixed_depth < 1:
+                raise ConfigError("drafter.fixed_depth", f"{self.fixed_depth} < 1", "use a depth of 1 or more, or null")
+            self.schedule, self.num_steps = None, self.fixed_depth
+        if self.schedule is not None:
+            self._take_schedule()
         if self.method not in SPEC_METHODS:
             raise ConfigError("drafter.method", f"unknown method {self.method!r}", f"use one of {SPEC_METHODS}")
         if self.method == "none":
@@ -168,6 +183,32 @@ class DrafterConfig:
                 f"(between 2 and {self.num_steps * self.topk + 1} tokens, root included)",
                 "lower num_draft_tokens or raise num_steps/topk",
             )
+
+    def _take_schedule(self) -> None:
+        """Replace the setting by its ranges (a path is read here, once), num_steps by the largest depth."""
+        try:
+            schedule = Schedule.parse(self.schedule)
+        except ScheduleError as exc:
+            raise ConfigError("drafter.schedule", exc.problem, exc.fix) from None
+        if self.method == "none":
+            raise ConfigError(
+                "drafter.schedule",
+                f"drafter {self.name!r} does not speculate, so a depth schedule means nothing",
+                "pick a speculative drafter (drafter=tiny, ngram, ...) or drop drafter.schedule",
+            )
+        if self.topk != 1:
+            raise ConfigError(
+                "drafter.schedule",
+                f"a schedule varies a chain's depth, not a top-{self.topk} tree",
+                "use drafter.topk=1",
+            )
+        self.schedule = schedule.as_list()
+        self.num_steps = schedule.max_depth
+        self.num_draft_tokens = None
+
+    @property
+    def depth_schedule(self) -> Schedule | None:
+        return None if self.schedule is None else Schedule.parse(self.schedule)
 
     @property
     def speculative(self) -> bool:
@@ -544,6 +585,14 @@ class Config:
                 "drafter",
                 f"drafter {d.name!r} was built for model {d.target!r}, not {self.model.name!r}",
                 f"use model={d.target} or a drafter for {self.model.name}",
+            )
+        schedule = d.depth_schedule
+        if schedule is not None and self.engine.launches_server and schedule.max_batch < self.capacity:
+            raise ConfigError(
+                "drafter.schedule",
+                f"it ends at batch {schedule.max_batch} but the server admits {self.capacity} running requests "
+                f"({self.capacity_source})",
+                f"extend its last range to {self.capacity}",
             )
         self.engine.check(self)
 

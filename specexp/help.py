@@ -19,6 +19,7 @@ from pathlib import Path
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from specexp.configstore import CONF_DIR, SWEEPS_DIR
+from specexp.sweep import validate
 
 
 def description(path: Path) -> str:
@@ -72,6 +73,8 @@ def register_resolvers() -> None:
     OmegaConf.register_new_resolver("specexp.groups", groups, replace=True)
     OmegaConf.register_new_resolver("specexp.presets", presets, replace=True)
     OmegaConf.register_new_resolver("specexp.fields", fields, replace=True)
+    for name, resolver in validate.RESOLVERS.items():  # +sweep=validate_schedule's axes
+        OmegaConf.register_new_resolver(name, resolver, replace=True)
 
 
 # Fields specexp's sweepers set for each job: not for users.

@@ -7,6 +7,7 @@ categories, and add up to the counters exactly.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +94,8 @@ class TorchEngine(Engine):
                 ]
             else:
                 argv += ["--draft-model", d.path]
+            if d.schedule is not None:
+                argv += ["--schedule", json.dumps(d.schedule)]
         return Command(argv=[*argv, *e.extra_args], env=self.server_env(cfg))
 
     def request_fields(self, cfg: Config) -> dict[str, Any]:

@@ -97,6 +97,8 @@ report(ok={{
     "max_model_len": config.model_config.max_model_len,
     "max_num_seqs": config.scheduler_config.max_num_seqs,
     "speculative": None if spec is None else f"{{spec.method}} K={{spec.num_speculative_tokens}}",
+    **({{}} if spec is None or not spec.num_speculative_tokens_per_batch_size
+       else {{"schedule": spec.num_speculative_tokens_per_batch_size}}),
 }})
 """
 
@@ -147,8 +149,12 @@ class VllmEngineConfig(EngineConfig):
 
 
 def speculative_config(drafter: DrafterConfig) -> dict[str, Any]:
-    """The ``--speculative-config`` JSON: a chain of K = drafter.num_steps tokens."""
+    """The ``--speculative-config`` JSON: a chain of K = drafter.num_steps tokens; with drafter.schedule,
+    K per batch as ``num_speculative_tokens_per_batch_size`` (inclusive ranges, capped by K, the schedule's
+    largest depth: vllm/v1/spec_decode/dynamic/utils.py)."""
     spec: dict[str, Any] = {"method": METHODS[drafter.method], "num_speculative_tokens": drafter.num_steps}
+    if drafter.schedule is not None:
+        spec["num_speculative_tokens_per_batch_size"] = drafter.schedule
     if drafter.path:
         spec["model"] = drafter.path
     if drafter.method == "ngram":

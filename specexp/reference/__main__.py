@@ -18,6 +18,7 @@ from specexp.reference.drafters import Drafter, ModelDrafter, NgramDrafter
 from specexp.reference.engine import BatchEngine
 from specexp.reference.model import Llama, LlamaConfig
 from specexp.reference.server import ApiServer, ServerSettings
+from specexp.schedule import Schedule, ScheduleError
 
 log = logging.getLogger("specexp.reference")
 
@@ -33,6 +34,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--draft-model", type=Path, help="draft checkpoint (implies --speculative-method draft_model)")
     p.add_argument("--speculative-method", choices=("draft_model", "ngram"))
     p.add_argument("--num-speculative-tokens", type=int, help="draft chain length k")
+    p.add_argument(
+        "--schedule",
+        help="depth per number of running requests, JSON [[batch_from, batch_to, depth], ...] (capped by k)",
+    )
     p.add_argument("--prompt-lookup-min", type=int, help="ngram: shortest suffix to match (default 1)")
     p.add_argument("--prompt-lookup-max", type=int, help="ngram: longest suffix to match (default 3)")
     p.add_argument("--max-running-requests", type=int, required=True)
@@ -58,6 +63,13 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--num-speculative-tokens needs --draft-model or --speculative-method")
     if method and (args.num_speculative_tokens is None or args.num_speculative_tokens < 1):
         p.error("speculation needs --num-speculative-tokens >= 1")
+    if args.schedule is not None:
+        if method is None:
+            p.error("--schedule needs --draft-model or --speculative-method")
+        try:
+            args.schedule = Schedule.parse(json.loads(args.schedule))
+        except (json.JSONDecodeError, ScheduleError) as exc:
+            p.error(f"--schedule: {exc}")
     if method != "ngram" and (args.prompt_lookup_min is not None or args.prompt_lookup_max is not None):
         p.error("--prompt-lookup-min/max only apply to --speculative-method ngram")
     if method == "ngram":
@@ -104,7 +116,9 @@ def build(args: argparse.Namespace) -> ApiServer:
     elif args.speculative_method == "ngram":
         drafter = NgramDrafter(args.prompt_lookup_min, args.prompt_lookup_max, target.cfg.vocab_size, device)
     metrics = EngineMetrics(k)
-    engine = BatchEngine(target, drafter, k, args.max_running_requests, args.num_continuous_decode_steps, metrics)
+    engine = BatchEngine(
+        target, drafter, k, args.max_running_requests, args.num_continuous_decode_steps, metrics, args.schedule
+    )
     tokenizer = Tokenizer.from_file(str(args.model / "tokenizer.json"))
     settings = ServerSettings(args.served_model_name, args.max_model_len, args.seed)
     return ApiServer(engine, tokenizer, settings, ChatTemplate.from_dir(args.model))
@@ -120,6 +134,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(args.seed)
     server = build(args)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    if args.schedule is not None:
+        settings["schedule"] = args.schedule.as_list()
     settings["torch_threads"] = torch.get_num_threads()
     log.info("starting on http://%s:%d with %s", args.host, args.port, json.dumps(settings, sort_keys=True))
     # SIGTERM ends the running requests (BatchEngine.stop); the handlers then have seconds, not aiohttp's 60

@@ -37,3 +37,26 @@ class EngineMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class DepthMetrics:
+    """Decode steps by the depth they were scheduled to draft (``--schedule``: the depth for the number
+    of running requests; else k everywhere), so a schedule's switches show in the counters. A row near its
+    length limit drafts fewer tokens than its step's depth; its tokens still count under that depth."""
+
+    def __init__(self, registry: CollectorRegistry, depths: list[int]) -> None:
+        def family(name: str, doc: str) -> Counter:
+            return Counter(PREFIX + name, doc, ("depth",), registry=registry)
+
+        steps = family("spec_decode_steps_per_depth", "Decode steps (one forward over the batch) at each depth.")
+        rows = family("verify_steps_per_depth", "Sequence decode steps at each depth.")
+        drafted = family("spec_decode_num_draft_tokens_per_depth", "Draft tokens proposed at each depth.")
+        accepted = family("spec_decode_num_accepted_tokens_per_depth", "Draft tokens accepted at each depth.")
+        self.by_depth = {d: tuple(f.labels(depth=str(d)) for f in (steps, rows, drafted, accepted)) for d in depths}
+
+    def count(self, depth: int, rows: int, drafted: int, accepted: int) -> None:
+        steps, row_steps, drafted_c, accepted_c = self.by_depth[depth]
+        steps.inc()
+        row_steps.inc(rows)
+        drafted_c.inc(drafted)
+        accepted_c.inc(accepted)

@@ -5,7 +5,9 @@ each one's first token and counts as a verify step), then run ``decode_steps`` s
 the running set (SGLang's ``--num-continuous-decode-steps``: larger values admit newcomers later). A
 step: the drafter proposes up to k tokens per row, the target verifies all of them in one batched
 forward, each row accepts its own prefix and emits it plus one token, and both caches roll back to
-what was accepted (by length; stale entries are overwritten later).
+what was accepted (by length; stale entries are overwritten later). With a depth schedule, a step
+drafts the depth the schedule gives for the number of rows running in it (capped by k), as vLLM's
+``num_speculative_tokens_per_batch_size`` does.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from collections import deque
 
 import torch
 
-from specexp.reference.counters import EngineMetrics
+from specexp.reference.counters import DepthMetrics, EngineMetrics
 from specexp.reference.drafters import Drafter, pad
 from specexp.reference.model import KVCache, Llama
 from specexp.reference.request import RequestState
 from specexp.reference.sampling import Sampling, verify
+from specexp.schedule import Schedule
 
 log = logging.getLogger("specexp.reference")
 
@@ -37,6 +40,7 @@ class BatchEngine:
         max_running: int,
         decode_steps: int,
         metrics: EngineMetrics,
+        schedule: Schedule | None = None,
     ) -> None:
         self.target = target
         self.cache = KVCache(target.cfg, max_running, target.dtype, target.device)
@@ -45,6 +49,9 @@ class BatchEngine:
         self.max_running = max_running
         self.decode_steps = decode_steps
         self.metrics = metrics
+        self.schedule = schedule if drafter else None
+        depths = sorted({min(self.k, d) for d in schedule.depths}) if self.schedule else [self.k]
+        self.depth_metrics = DepthMetrics(metrics.registry, depths)
         self.eos = set(target.cfg.eos_token_ids)
         self.vocab = target.cfg.vocab_size
         self.device = target.device
@@ -166,9 +173,14 @@ class BatchEngine:
         zeros = torch.zeros(rows, dtype=torch.long, device=self.device)
         return zeros[:, None][:, :0], None, zeros
 
+    def _depth(self, rows: int) -> int:
+        """The depth a step over ``rows`` running requests drafts: the schedule's, capped by k."""
+        return min(self.k, self.schedule.depth(rows)) if self.schedule else self.k
+
     def _step(self) -> None:
         seqs = self.running
-        k_cap = [min(self.k, s.remaining - 1) for s in seqs]
+        depth = self._depth(len(seqs))
+        k_cap = [min(depth, s.remaining - 1) for s in seqs]
         sampling = self._sampling(seqs)
         lengths = [len(s.tokens) for s in seqs]
         if self.drafter and max(k_cap) > 0:
@@ -181,7 +193,7 @@ class BatchEngine:
         tokens = torch.cat([torch.tensor([s.tokens[-1] for s in seqs], device=self.device)[:, None], draft], 1)
         start = torch.tensor(lengths, device=self.device) - 1
         hidden = self.target.forward(tokens, start, max(lengths) + width, self.cache)
-        accepted = self._finish_step(seqs, self.target.logits(hidden), draft, q, k_eff, sampling, u, exps)
+        accepted = self._finish_step(seqs, self.target.logits(hidden), draft, q, k_eff, sampling, u, exps, depth)
         if self.drafter:
             self.drafter.commit(seqs, lengths, accepted, width)
 
@@ -195,9 +207,11 @@ class BatchEngine:
         sampling: Sampling | None = None,
         u: torch.Tensor | None = None,
         exps: torch.Tensor | None = None,
+        depth: int | None = None,
     ) -> list[int]:
         """Verify, emit, count. Counting rule: a row's step emits n tokens = n - 1 accepted + 1 verify
-        step (n - 1 < accepted drafts only when EOS cut the chain), so the counters add up exactly."""
+        step (n - 1 < accepted drafts only when EOS cut the chain), so the counters add up exactly.
+        ``depth``: a decode step's scheduled depth, counted per depth (None: prefill)."""
         b, width = draft.shape
         sampling = sampling or self._sampling(seqs)
         if u is None:
@@ -241,6 +255,8 @@ class BatchEngine:
         for counter, n in zip(m.accepted_per_pos, per_pos, strict=True):
             if n:
                 counter.inc(n)
+        if depth is not None:
+            self.depth_metrics.count(depth, b, drafted, accepted_total)
         done = sum(s.finish is not None for s in seqs)
         if done:
             m.request_success.inc(done)

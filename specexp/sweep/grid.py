@@ -6,6 +6,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from specexp.console import invalid_config_exits
+from specexp.report import schedule
 from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.baselines import with_baselines
 from specexp.sweep.names import sweep_name, sweep_params, swept
@@ -33,6 +34,8 @@ def run_grid(sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[
     jobs = sweeper.remaining(run, planned)
     first, what = sweeper.compose(planned[0].overrides), swept(wanted)
     run.name, run.params = sweep_name(first, what), sweep_params(first, what)
+    if "batch" in what and what.keys() & {"drafter.num_steps", "drafter.fixed_depth"}:  # depth x batch: a schedule
+        run.summarize = lambda: schedule.add_to(({}, [], []), run.points(), run.sweep_dir)
     sweeper.record(run, first, lambda run: sweeper.launch(run, jobs))
     if any(r.status not in ("ok", "dry_run") for r in run.points()):
         raise SweepFailed(1)

@@ -35,6 +35,7 @@ from specexp import live, tracking
 from specexp.config import Config, ConfigError, TuneConf
 from specexp.console import console, fmt, invalid_config_exits
 from specexp.metrics.registry import digits, lookup
+from specexp.report import schedule
 from specexp.report.study import DEPTH_PLOT, arms, best_arm, best_line, depth_plot, is_number
 from specexp.result import PointResult
 from specexp.sweep import claims
@@ -191,7 +192,13 @@ class Tuner:
         )
         study.set_metric_names(self.objective_names())
         run = self.sweeper.new_run()
-        run.summarize = lambda: self._summarize(study, run.sweep_dir, url, run.points())
+        run.summarize = lambda: schedule.add_to(
+            self._summarize(study, run.sweep_dir, url, run.points()),
+            run.points(),
+            run.sweep_dir,
+            self.objectives[0],
+            self.directions[0] == "maximize",
+        )
         self.measured_batches = self.batches or [first.batch]
         run.kind, run.settings = "study", list(self.space.distributions)
         at = ",".join(map(str, self.measured_batches))

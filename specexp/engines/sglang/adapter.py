@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -75,8 +78,14 @@ MANAGED_FLAGS = frozenset(
         "--speculative-eagle-topk",
         "--speculative-num-draft-tokens",
         "--speculative-ngram-max-bfs-breadth",
+        "--speculative-adaptive",
+        "--speculative-adaptive-config",
     }
 )
+
+# The algorithms SGLang 0.5.23 varies the depth for; it turns --speculative-adaptive off for the others
+# with a warning only (srt/speculative/adaptive_spec_params.py adaptive_unsupported_reason).
+ADAPTIVE_METHODS = ("eagle", "eagle3")
 
 
 @dataclass
@@ -129,6 +138,18 @@ class SglangEngineConfig(EngineConfig):
                 "without CUDA graphs and the sweep would measure that instead",
                 "leave it null (specexp uses the capacity) or raise it",
             )
+        if d.schedule is not None and d.method not in ADAPTIVE_METHODS:
+            raise ConfigError(
+                "drafter.schedule",
+                f"SGLang varies the depth for EAGLE/EAGLE3 only and would run {d.method} at a fixed depth",
+                "drop drafter.schedule or use an eagle/eagle3 drafter",
+            )
+        if d.schedule is not None and self.dp_size > 1:
+            raise ConfigError(
+                "drafter.schedule",
+                "SGLang turns its adaptive depth off under data parallelism (ranks would pick different depths)",
+                "drop drafter.schedule or use engine.dp_size=1",
+            )
         # srt/arg_groups/speculative_hook.py (0.5.23) _handle_eagle_family.
         if d.speculative and d.topk > 1 and self.attention_backend == "trtllm_mha":
             raise ConfigError(
@@ -144,6 +165,19 @@ class SglangEngineConfig(EngineConfig):
                     f"{flag} is set by specexp from the config and a second copy would silently win",
                     "set it through its config key (model.*, drafter.*, decode, engine.*)",
                 )
+
+
+def adaptive_config(cfg: Config) -> Path:
+    """drafter.schedule as SGLang's adaptive config file, under outputs/schedules/ and named by its content
+    (the flag takes a path only; the file is written once and never changes)."""
+    text = json.dumps(cfg.drafter.depth_schedule.sglang_adaptive(), indent=1, sort_keys=True) + "\n"
+    path = Path(cfg.outputs) / "schedules" / f"sglang-adaptive-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return path.resolve()
 
 
 class SglangEngine(Engine):
@@ -221,6 +255,8 @@ class SglangEngine(Engine):
         if d.method == "ngram":
             # NGRAM takes its branching from the BFS breadth and overrides eagle_topk with it (0.5.23).
             args += ["--speculative-ngram-max-bfs-breadth", str(d.topk)]
+        if d.schedule is not None:
+            args += ["--speculative-adaptive", "--speculative-adaptive-config", str(adaptive_config(cfg))]
         return args
 
     def command(self, cfg: Config, port: int) -> Command:
@@ -253,6 +289,11 @@ class SglangEngine(Engine):
             notes.append(
                 f"drafter.num_draft_tokens={d.num_draft_tokens} becomes {d.num_steps + 1}: with topk=1 SGLang "
                 "verifies a chain of num_steps + 1 tokens"
+            )
+        if d.schedule is not None:
+            notes.append(
+                "drafter.schedule: SGLang picks a batch's depth by its size padded up to the next CUDA-graph batch "
+                "size, so a range starting at batch b takes over right after the largest graph size below b"
             )
         if self._decode_steps_ignored(cfg):
             notes.append(

@@ -9,7 +9,9 @@ import subprocess
 # list of argv lists), then what it validates without a GPU or the checkpoint. ServerArgs is built
 # only where construction does not resolve (resolve_once, 0.5.19+): before that __post_init__
 # loads the model config and queries the GPU. Algorithm names are checked against SGLang's registry
-# (0.5.13+ dropped argparse choices for it); NEXTN is an alias resolved before lookup.
+# (0.5.13+ dropped argparse choices for it); NEXTN is an alias resolved before lookup. An adaptive config
+# (--speculative-adaptive) goes through SGLang's own loader, and its depths must include
+# --speculative-num-steps, as ServerArgs resolution demands (arg_groups/speculative_hook.py, 0.5.23).
 _CHECK = r"""
 import argparse, contextlib, io, json, sys
 from sglang.srt.server_args import ServerArgs
@@ -32,7 +34,13 @@ def check(argv):
         if algorithm and algorithm.upper() != "NEXTN":
             from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
             SpeculativeAlgorithm.from_string(algorithm)
-    except (KeyError, ValueError, TypeError, AssertionError) as exc:
+        if getattr(args, "speculative_adaptive", False):
+            from sglang.srt.speculative.adaptive_spec_params import resolve_candidate_steps_from_config
+            steps = resolve_candidate_steps_from_config(args.speculative_adaptive_config)
+            if args.speculative_num_steps is not None and args.speculative_num_steps not in steps:
+                raise ValueError(f"--speculative-num-steps={args.speculative_num_steps} is not in the "
+                                 f"adaptive config candidate_steps {steps}")
+    except (KeyError, ValueError, TypeError, AssertionError, OSError) as exc:
         return f"{type(exc).__name__}: {exc}"
     return None
 

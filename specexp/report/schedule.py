@@ -1,0 +1,307 @@
+"""A deployable depth schedule from a sweep's points: the best depth at each measured batch, adjacent
+batches merged where one depth is within the interval of the best at all of them.
+
+The points are those of a grid over ``drafter.num_steps`` x ``batch`` or of ``+sweep=tune_schedule``;
+the baseline (``drafter=none``) is depth 0, so a batch where speculation does not pay drafts nothing.
+A depth is compared with the batch's best by the ratio of their objectives, a 95% Student-t interval
+over each point's windows (Welch's degrees of freedom, specexp.metrics.stats.ratio); a depth whose
+interval holds 1 cannot be told from the best. A batch whose best was measured in one window only has
+no interval: its range says it is a guess. Batches between two measured ones take the depth of the
+range above them (its first measured batch), and the schedule.json says which ones were not measured.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from specexp.metrics.stats import Estimate, combine, ratio
+from specexp.report.analysis import metric_estimate
+from specexp.result import PointResult
+from specexp.schedule import Schedule
+
+HOW = (
+    "95% Student-t intervals over each point's windows; each depth against the batch's best as a ratio "
+    "(first-order errors, Welch df): a depth whose ratio interval holds 1 cannot be told apart from the best"
+)
+
+
+def _set(row: PointResult, key: str) -> bool:
+    """Whether a setting is given (params as flattened from the config, or as MLflow's strings)."""
+    return str(row.params.get(key)) not in ("None", "null", "")
+
+
+def depth_of(row: PointResult) -> int | None:
+    """The fixed chain depth the point drafted (0: no speculation); None for trees and scheduled points.
+    Params are the config as given: drafter.fixed_depth replaces num_steps and the schedule."""
+    if not row.speculative:
+        return 0
+    if _set(row, "drafter.fixed_depth"):
+        return int(float(row.params["drafter.fixed_depth"]))
+    if scheduled(row) or int(float(row.params.get("drafter.topk", 1) or 1)) != 1:
+        return None
+    return int(float(row.params["drafter.num_steps"]))
+
+
+def scheduled(row: PointResult) -> bool:
+    """Whether the point ran a depth schedule."""
+    return row.speculative and _set(row, "drafter.schedule") and not _set(row, "drafter.fixed_depth")
+
+
+def usable(row: PointResult, objective: str) -> bool:
+    return (
+        row.ok
+        and row.load == "closed"
+        and row.metrics.get(objective) is not None
+        and row.tags.get("optuna.feasible") != "false"
+    )
+
+
+def measured(rows: Sequence[PointResult], objective: str) -> dict[int, dict[int, Estimate]]:
+    """batch -> depth -> the objective's estimate; launches (and trials) of one depth combined."""
+    parts: dict[int, dict[int, list[Estimate]]] = {}
+    for row in rows:
+        depth = depth_of(row) if usable(row, objective) else None
+        est = metric_estimate(row, objective) if depth is not None else None
+        if est is not None:
+            parts.setdefault(row.batch, {}).setdefault(depth, []).append(est)
+    return {b: {d: combine(ests) for d, ests in by.items()} for b, by in parts.items()}
+
+
+@dataclass
+class BatchBest:
+    batch: int
+    estimates: dict[int, Estimate]
+    best: int
+    ties: list[int]  # depths that cannot be told apart from the best (best included)
+    guess: bool  # the best has no interval (one window): nothing can be told apart
+
+    def loss(self, depth: int, maximize: bool) -> float:
+        """How far ``depth``'s objective is from the best, as a fraction (0 at the best)."""
+        r = self.estimates[depth].value / self.estimates[self.best].value
+        return 1 - r if maximize else r - 1
+
+
+def judge(batch: int, estimates: dict[int, Estimate], maximize: bool) -> BatchBest:
+    """The best depth at one batch (on its interval's conservative end, as the tuner picks) and its ties."""
+    best = max(estimates, key=lambda d: estimates[d].lo if maximize else -estimates[d].hi)
+    top = estimates[best]
+    ties = []
+    for depth, est in sorted(estimates.items()):
+        r = ratio(est, top) if top.value else Estimate(1.0)
+        if depth == best or (r.known and r.lo <= 1 <= r.hi):
+            ties.append(depth)
+    return BatchBest(batch, estimates, best, ties, guess=not top.known)
+
+
+@dataclass
+class Range:
+    batches: list[int]  # measured batches in the range
+    depth: int
+    first: int  # batch_from (unmeasured batches below the first measured one included)
+    last: int
+
+    def basis(self, bests: dict[int, BatchBest]) -> str:
+        """In words: whether the depth is the best, a tie, or a guess at each measured batch."""
+        words = []
+        for b in self.batches:
+            bb = bests[b]
+            if bb.guess:
+                words.append(f"batch {b}: a guess (one window, no interval)")
+            elif bb.best != self.depth:
+                words.append(f"batch {b}: within the interval of depth {bb.best}'s best")
+            elif len(bb.ties) > 1:
+                others = ", ".join(str(d) for d in bb.ties if d != self.depth)
+                words.append(f"batch {b}: best, not told apart from depth {others}")
+            else:
+                words.append(f"batch {b}: best at 95%")
+        return "; ".join(words)
+
+
+def merge(bests: list[BatchBest], maximize: bool) -> list[Range]:
+    """Adjacent batches share a range while some depth ties the best at each of them; the range's
+    depth is, of those, the one that loses least at its worst batch. A guess never merges."""
+    ranges: list[Range] = []
+    common: set[int] = set()
+    group: list[BatchBest] = []
+
+    def close() -> None:
+        depth = min(sorted(common), key=lambda d: max(g.loss(d, maximize) for g in group))
+        first = ranges[-1].last + 1 if ranges else 1
+        ranges.append(Range([g.batch for g in group], depth, first, group[-1].batch))
+
+    for bb in bests:
+        ties = {bb.best} if bb.guess else set(bb.ties)
+        if group and not group[-1].guess and not bb.guess and common & ties:
+            common &= ties
+            group.append(bb)
+            continue
+        if group:
+            close()
+        common, group = set(ties), [bb]
+    if group:
+        close()
+    return ranges
+
+
+def build(rows: Sequence[PointResult], objective: str, maximize: bool) -> dict[str, Any] | None:
+    """schedule.json's content, or None when the points measure fewer than one depth at two batches."""
+    by_batch = measured(rows, objective)
+    if len(by_batch) < 2 or not any(len(v) > 1 for v in by_batch.values()):
+        return None
+    bests = [judge(b, est, maximize) for b, est in sorted(by_batch.items())]
+    ranges = merge(bests, maximize)
+    schedule = Schedule(tuple((r.first, r.last, r.depth) for r in ranges))
+    table = {b.batch: b for b in bests}
+    pays = schedule.max_depth > 0  # else no depth beats no speculation anywhere: nothing to deploy
+    spec = next((r for r in rows if r.speculative and depth_of(r)), None)
+    return {
+        "schedule": schedule.as_list(),
+        "objective": objective,
+        "direction": "maximize" if maximize else "minimize",
+        "engine": spec.engine if spec else "",
+        "model": spec.model if spec else "",
+        "drafter": spec.drafter if spec else "",
+        "intervals": HOW,
+        "ranges": [
+            {
+                "batch_from": r.first,
+                "batch_to": r.last,
+                "depth": r.depth,
+                "measured": r.batches,
+                "not_measured": [b for b in range(r.first, r.last + 1) if b not in by_batch],
+                "guess": any(table[b].guess for b in r.batches),
+                "basis": r.basis(table),
+            }
+            for r in ranges
+        ],
+        "per_batch": {
+            str(b.batch): {
+                "best": b.best,
+                "ties": b.ties,
+                "depths": {str(d): {"value": e.value, "ci95": e.half} for d, e in sorted(b.estimates.items())},
+            }
+            for b in bests
+        },
+        "override": schedule.override() if pays else None,
+        "vllm": {
+            "num_speculative_tokens": schedule.max_depth,
+            "num_speculative_tokens_per_batch_size": schedule.as_list(),
+        }
+        if pays
+        else None,
+        "sglang_adaptive_config": schedule.sglang_adaptive() if pays else None,
+    }
+
+
+def lines(data: dict[str, Any], path: Path) -> list[str]:
+    """The schedule in words, and what to paste: specexp's setting, vLLM's and SGLang's."""
+    shown = []
+    for r in data["ranges"]:
+        span = (
+            f"batch {r['batch_from']}-{r['batch_to']}"
+            if r["batch_from"] != r["batch_to"]
+            else f"batch {r['batch_from']}"
+        )
+        gap = f"; batch {','.join(map(str, r['not_measured']))} not measured" if r["not_measured"] else ""
+        shown.append(f"{span}: depth {r['depth']} ({r['basis']}{gap})")
+    head = f"depth schedule for {data['objective']} ({path}): " + " | ".join(shown)
+    if data["override"] is None:
+        return [head, "speculation pays at no measured batch: serve drafter=none (no schedule to deploy)"]
+    vllm = json.dumps(data["vllm"], separators=(",", ":"))
+    sglang = json.dumps(data["sglang_adaptive_config"], separators=(",", ":"))
+    return [
+        head,
+        f"use it: {data['override']}  (or drafter.schedule={path})",
+        f"vLLM: add to --speculative-config {vllm}",
+        f"SGLang (EAGLE/EAGLE3): --speculative-adaptive --speculative-adaptive-config <a file holding {sglang}>",
+    ]
+
+
+def write(
+    rows: Sequence[PointResult], sweep_dir: Path, objective: str = "output_throughput", maximize: bool = True
+) -> tuple[list[Path], list[str]]:
+    """schedule.json in the sweep folder (the recorder uploads it to the parent run) and its lines;
+    nothing when the points hold no schedule. A sweep that ran a schedule gets its verdict instead."""
+    if any(scheduled(r) for r in rows):
+        return [], validation(rows, objective, maximize)
+    data = build(rows, objective, maximize)
+    if data is None:
+        return [], []
+    path = sweep_dir / "schedule.json"
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return [path], lines(data, path)
+
+
+def add_to(
+    summary: tuple[dict[str, float], list[Path], list[str]],
+    rows: Sequence[PointResult],
+    sweep_dir: Path,
+    objective: str = "output_throughput",
+    maximize: bool = True,
+) -> tuple[dict[str, float], list[Path], list[str]]:
+    """A sweep's summary (parent metrics, files, answer lines) with the schedule its points hold."""
+    metrics, files, answer = summary
+    more_files, more_lines = write(rows, sweep_dir, objective, maximize)
+    return metrics, [*files, *more_files], [*answer, *more_lines]
+
+
+def validation(rows: Sequence[PointResult], objective: str = "output_throughput", maximize: bool = True) -> list[str]:
+    """+sweep=validate_schedule's verdict: at each batch, the schedule against the best static depth
+    (no speculation included) as a ratio with its 95% interval; then any drop in the schedule's
+    objective across one of its thresholds (batch_to of a range to batch_from of the next)."""
+    ran: dict[int, list[Estimate]] = {}
+    plan: Schedule | None = None
+    for row in rows:
+        if scheduled(row) and usable(row, objective) and (est := metric_estimate(row, objective)) is not None:
+            ran.setdefault(row.batch, []).append(est)
+            plan = plan or Schedule.parse(_ranges(row.params["drafter.schedule"]))
+    static = measured(rows, objective)
+    if not ran or plan is None:
+        return []
+    better, worse = (">", "<") if maximize else ("<", ">")
+    out, tally = [], {"beats": [], "ties": [], "loses": []}
+    for batch in sorted(ran):
+        mine = combine(ran[batch])
+        if batch not in static:
+            continue
+        best = judge(batch, static[batch], maximize)
+        r = ratio(mine, static[batch][best.best])
+        if not r.known:
+            word = "ties"
+            how = "no interval (one window): a guess"
+        elif (r.lo > 1) if maximize else (r.hi < 1):
+            word = "beats"
+            how = f"{better} at 95%"
+        elif r.lo <= 1 <= r.hi:
+            word = "ties"
+            how = "within the 95% interval"
+        else:
+            word = "loses"
+            how = f"{worse} at 95%"
+        tally[word].append(batch)
+        out.append(
+            f"batch {batch}: the schedule (depth {plan.depth(batch)}) {word} the best static depth {best.best} "
+            f"({objective} ratio {r.value:.3f} [{r.lo:.3f}, {r.hi:.3f}], {how})"
+        )
+    for (_, hi, _), (lo, _, _) in zip(plan.ranges, plan.ranges[1:], strict=False):
+        if hi in ran and lo in ran:
+            step = ratio(combine(ran[lo]), combine(ran[hi]))
+            dropped = step.hi < 1 if maximize else step.lo > 1
+            if step.known and dropped:
+                out.append(
+                    f"threshold {hi}->{lo}: the schedule's {objective} drops across it "
+                    f"(x{step.value:.3f} [{step.lo:.3f}, {step.hi:.3f}] from batch {hi} to {lo})"
+                )
+    summary = "; ".join(f"{w} at batch {', '.join(map(str, bs))}" for w, bs in tally.items() if bs)
+    return [f"schedule {plan.override()} against the best static depth: {summary} ({HOW})", *out]
+
+
+def _ranges(value: Any) -> Any:
+    """drafter.schedule as a point's params hold it: ranges, a path, or MLflow's string of ranges."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        return json.loads(value)
+    return value
