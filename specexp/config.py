@@ -574,7 +574,9 @@ class CrossoverConf:
                 f"{key}.batch_max", f"{self.batch_max} <= batch_min {self.batch_min}", "give a range, e.g. 1 and 64"
             )
         if not 1 <= self.resolution < self.batch_max - self.batch_min + 1:
-            raise ConfigError(f"{key}.resolution", f"{self.resolution} is not 1..the range", "use e.g. 1 (adjacent batches)")
+            raise ConfigError(
+                f"{key}.resolution", f"{self.resolution} is not 1..the range", "use e.g. 1 (adjacent batches)"
+            )
         if self.max_points < 2:
             raise ConfigError(f"{key}.max_points", f"{self.max_points} < 2", "allow at least the two ends")
         bad = [n for n in self.input_lens if n < 1]

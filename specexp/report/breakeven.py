@@ -12,8 +12,9 @@ crossing rather than to the bracket's middle. Log-scale bisection (``bisection_r
 baseline it is measured against (tests/unit/test_crossover.py).
 
 A batch is worth measuring only inside the interval, and not between two measured batches whose own
-speedup intervals both hold 1: there a new batch would be as unclear as its neighbours (only more
-windows settle it). When no such batch is left the break-even is as narrow as the noise allows.
+speedup intervals both hold 1 once clear batches bound that unclear zone on both sides: there a new
+batch would be as unclear as its neighbours (only more windows settle it). When no batch worth
+measuring is left the break-even is as narrow as the noise allows.
 """
 
 from __future__ import annotations
@@ -24,12 +25,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specexp.metrics.stats import Estimate
-from specexp.report.analysis import CROSSOVER_DRAWS
+from specexp.metrics.stats import Estimate, combine
+from specexp.report.analysis import CROSSOVER_DRAWS, speedup_estimates
+from specexp.result import PointResult
 
 Points = Mapping[int, Estimate]  # batch -> the drafter's speedup over drafter=none there
 # (crossings drawn, candidate batches, measured points) -> the batch to measure next
 Rule = Callable[[np.ndarray, Sequence[int], Points], int]
+
+# The rows measured so far -> each speculative row's (by index) speedup estimates, by key: the search
+# reads the speedup through this (analysis.speedup_estimates by default).
+Speedups = Callable[[Sequence[PointResult]], dict[int, dict[str, Estimate]]]
 
 SEARCHING, LOCATED, ABOVE, BELOW, NOISE, BUDGET = "searching", "located", "above", "below", "noise", "budget"
 
@@ -61,6 +67,16 @@ class Step:
     lo: float = -math.inf
     hi: float = math.inf
     bracket: tuple[int, int] | None = None  # located: the measured batches that hold the interval
+
+
+def batch_speedups(rows: Sequence[PointResult], speedups: Speedups = speedup_estimates) -> dict[int, Estimate]:
+    """The drafter's speedup (output throughput over drafter=none) at each batch of ``rows``, one
+    setting's points, combined over its launches."""
+    found: dict[int, list[Estimate]] = {}
+    for i, ratios in speedups(rows).items():
+        if "speedup" in ratios:
+            found.setdefault(rows[i].batch, []).append(ratios["speedup"])
+    return {b: combine(parts) for b, parts in sorted(found.items())}
 
 
 def crossings(xs: Sequence[float], curves: np.ndarray, level: float = 1.0) -> np.ndarray:
@@ -98,21 +114,24 @@ def _unclear(est: Estimate, level: float) -> bool:
     return est.lo <= level <= est.hi
 
 
+def _noise_bound(points: Points, b: int, level: float) -> bool:
+    """Whether ``b`` lies between two measured batches whose speedup intervals both hold ``level``,
+    inside a zone that clear batches bound on both sides (one that pays below, one that loses above):
+    there a new batch is as unclear as its neighbours, and only more windows settle it."""
+    below = [x for x in points if x < b]
+    above = [x for x in points if x > b]
+    a, c = max(below), min(above)
+    if not (_unclear(points[a], level) and _unclear(points[c], level)):
+        return False
+    return any(points[x].lo > level for x in below if x < a) and any(points[x].hi < level for x in above if x > c)
+
+
 def candidates(points: Points, search: Search, lo: float, hi: float) -> list[int]:
     """Unmeasured batches from floor(lo) to ceil(hi) in the range (those that may bracket the
-    interval), except those between two measured batches whose speedup intervals both hold ``level``."""
-    measured = sorted(points)
+    interval), except those only more windows would settle (``_noise_bound``)."""
     first = max(search.batch_min, math.floor(lo)) if math.isfinite(lo) else search.batch_min
     last = min(search.batch_max, math.ceil(hi)) if math.isfinite(hi) else search.batch_max
-    out = []
-    for b in range(first, last + 1):
-        if b in points:
-            continue
-        below = max(x for x in measured if x < b)
-        above = min(x for x in measured if x > b)
-        if not (_unclear(points[below], search.level) and _unclear(points[above], search.level)):
-            out.append(b)
-    return out
+    return [b for b in range(first, last + 1) if b not in points and not _noise_bound(points, b, search.level)]
 
 
 def _bracket(points: Points, lo: float, hi: float, resolution: int) -> tuple[int, int] | None:

@@ -82,7 +82,9 @@ def test_noisy_curves_take_fewer_batches_and_keep_the_break_even_inside() -> Non
     ours, baseline, covered = [], [], 0
     for seed in range(8):
         for curve in CURVES:
-            truth = next(b + (curve(b) - 1) / (curve(b) - curve(b + 1)) for b in range(1, 64) if curve(b) >= 1 > curve(b + 1))
+            truth = next(
+                b + (curve(b) - 1) / (curve(b) - curve(b + 1)) for b in range(1, 64) if curve(b) >= 1 > curve(b + 1)
+            )
             step, points = run_search(curve, median_rule, search, half=0.05, seed=seed)
             assert step.status in ("located", "noise"), step
             ours.append(len(points))
@@ -107,11 +109,18 @@ def test_budget_ends_the_search_with_the_interval_so_far() -> None:
     assert step.status == "budget" and len(points) == 3 and step.lo < 7.3 < step.hi
 
 
-def test_no_batch_between_two_unclear_ones_is_worth_measuring() -> None:
-    points = {1: Estimate(1.3, 0.01, 2), 6: Estimate(1.0, 0.02, 2), 9: Estimate(0.99, 0.02, 2), 64: Estimate(0.6, 0.01, 2)}
+def test_no_batch_between_two_unclear_ones_is_worth_measuring_once_clear_ones_bound_them() -> None:
+    points = {
+        1: Estimate(1.3, 0.01, 2),
+        6: Estimate(1.0, 0.02, 2),
+        9: Estimate(0.99, 0.02, 2),
+        64: Estimate(0.6, 0.01, 2),
+    }
     options = breakeven.candidates(points, Search(), 1.5, 40.0)
     assert 7 not in options and 8 not in options
     assert {2, 5, 10, 39} <= set(options)
+    unbounded = {**points, 64: Estimate(0.9, 0.2, 2)}  # nothing clear above the unclear zone
+    assert {7, 8} <= set(breakeven.candidates(unbounded, Search(), 1.5, 40.0))
 
 
 def test_the_answer_states_its_cost_against_the_grid() -> None:
