@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specexp.metrics.stats import Estimate, combine
-from specexp.report.analysis import CROSSOVER_DRAWS, speedup_estimates
+from specexp.report.analysis import CROSSOVER_DRAWS, breaks_trend, speedup_estimates
 from specexp.result import PointResult
 
 Points = Mapping[int, Estimate]  # batch -> the drafter's speedup over drafter=none there
@@ -168,27 +168,29 @@ def bisection_rule(drawn: np.ndarray, options: Sequence[int], points: Points) ->
 
 
 def next_step(points: Points, search: Search, rule: Rule = median_rule, draws: int = CROSSOVER_DRAWS) -> Step:
-    """The search's next move from the batches measured so far: an end not yet measured, else
+    """The search's next move from the batches measured so far (a batch that breaks the curve,
+    analysis.breaks_trend, set aside as the verdict sets it aside): an end not yet measured, else
     stop (located, outside the range, as narrow as the noise allows, out of budget), else the batch
     ``rule`` picks among the candidates."""
     for end in (search.batch_min, search.batch_max):
         if end not in points:
             return Step(end, SEARCHING)
-    drawn = crossing_draws(points, search.level, draws)
+    trusted = {b: e for b, e in points.items() if b not in breaks_trend(points)}  # as the verdict reads them
+    drawn = crossing_draws(trusted, search.level, draws)
     lo, hi = interval(drawn)
     if lo == math.inf:
         return Step(None, ABOVE, lo, hi)
     if hi == -math.inf:
         return Step(None, BELOW, lo, hi)
-    bracket = _bracket(points, lo, hi, search.resolution)
+    bracket = _bracket(trusted, lo, hi, search.resolution)
     if bracket is not None:
         return Step(None, LOCATED, lo, hi, bracket)
     if len(points) >= search.max_points:
         return Step(None, BUDGET, lo, hi)
-    options = candidates(points, search, lo, hi)
+    options = [b for b in candidates(trusted, search, lo, hi) if b not in points]
     if not options:
         return Step(None, NOISE, lo, hi)
-    return Step(rule(drawn, options, points), SEARCHING, lo, hi)
+    return Step(rule(drawn, options, trusted), SEARCHING, lo, hi)
 
 
 def _bound(x: float) -> str:

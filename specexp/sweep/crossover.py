@@ -123,8 +123,8 @@ class CrossoverSearch:
 
     def sweep(self, arguments: list[str]) -> SweepRun:
         base = [*self.sweeper.job_arguments(arguments), *(f"{k}={v}" for k, v in self.params.items())]
-        first = self.sweeper.compose(base)
         with invalid_config_exits():
+            first = self.sweeper.compose(base)
             self.check(first)
         run = self.sweeper.new_run()
         ends = [(b, n) for n in self.lens for b in (self.search.batch_min, self.search.batch_max)]

@@ -104,6 +104,18 @@ def test_both_ends_first_then_stops_outside_the_range() -> None:
     assert next_step(losing, search).status == "below"
 
 
+def test_a_batch_that_breaks_the_curve_is_set_aside_and_not_measured_again() -> None:
+    points = {
+        1: Estimate(1.4, 0.02, 2),
+        4: Estimate(1.2, 0.02, 2),
+        5: Estimate(0.45, 0.02, 2),  # a dip far beyond both neighbours' intervals
+        16: Estimate(0.85, 0.02, 2),
+        64: Estimate(0.6, 0.02, 2),
+    }
+    step = next_step(points, Search(max_points=64))
+    assert step.lo > 5 and step.batch not in points and 5 < step.batch < 16
+
+
 def test_budget_ends_the_search_with_the_interval_so_far() -> None:
     step, points = run_search(log_linear(7.3), median_rule, Search(max_points=3), half=0.05)
     assert step.status == "budget" and len(points) == 3 and step.lo < 7.3 < step.hi
