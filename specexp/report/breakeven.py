@@ -63,7 +63,7 @@ class Step:
     and the break-even's 95% interval from the batches measured so far."""
 
     batch: int | None
-    status: str  # searching | located | above | below | noise | budget
+    status: str  # searching | located | above | below | noise | budget | failed (the sweep's)
     lo: float = -math.inf
     hi: float = math.inf
     bracket: tuple[int, int] | None = None  # located: the measured batches that hold the interval
@@ -216,6 +216,8 @@ def describe(step: Step, search: Search, measured: int) -> str:
             )
         case "budget":
             answer = f"break-even {where} when the budget ran out (crossover.max_points={search.max_points})"
+        case "failed":
+            answer = f"break-even {where} when a point failed (summary.csv; resume=latest measures it again)"
         case _:
             answer = f"break-even {where} so far: the search did not finish (resume=latest goes on)"
     grid = len(search.grid)

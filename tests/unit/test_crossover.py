@@ -141,6 +141,8 @@ def test_the_answer_states_its_cost_against_the_grid() -> None:
     assert text.startswith("break-even located between batch 7 and 8")
     assert "5 of 64 batches measured (10 points)" in text and "measures 64 (128 points)" in text
     assert len(Search(resolution=4).grid) == 17
+    assert "when a point failed" in breakeven.describe(Step(None, "failed", 3.0, 9.0), search, 3)
+    assert "did not finish" in breakeven.describe(Step(None, "searching"), search, 2)
 
 
 @pytest.mark.parametrize(
