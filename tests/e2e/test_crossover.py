@@ -39,7 +39,8 @@ def test_search_measures_past_the_ends_on_two_launches_and_resumes(specexp) -> N
     verdict = (folder / "verdict.txt").read_text()
     assert "when the budget ran out" in verdict and "3 of 32 batches measured (6 points)" in verdict
 
-    again = specexp(*SEARCH, "hydra.sweeper.crossover.max_points=4", "resume=latest", "-m", timeout=900)
+    # the same sweep folder again continues the sweep, as resume=<id> does
+    again = specexp(*SEARCH, "hydra.sweeper.crossover.max_points=4", "-m", timeout=900)
     assert again.proc.returncode == 0, again.proc.stderr[-3000:]
     (search,) = csv.DictReader((folder / "crossover.csv").open())
     assert set(measured) < {int(b) for b in search["measured"].split()}
