@@ -76,4 +76,5 @@ def test_bad_search_settings_stop_before_any_server(specexp) -> None:
     assert run.proc.returncode == 2, run.proc.stderr[-2000:]
     assert "hydra.sweeper.crossover.batch_max" in run.proc.stdout + run.proc.stderr
     run = specexp("+sweep=crossover", "drafter=none", "-m")
-    assert run.proc.returncode == 2 and "drafter" in run.proc.stdout
+    assert run.proc.returncode == 2
+    assert "drafter: none does not speculate. Fix: name the drafter" in run.proc.stdout + run.proc.stderr
