@@ -656,6 +656,39 @@ class TuneConf:
 
 
 @dataclass
+class CrossoverConf:
+    """hydra.sweeper.crossover for ``mode: crossover``: where the adaptive search looks for the
+    break-even batch (specexp.sweep.crossover), how closely, and how many batches it may measure."""
+
+    batch_min: int = 1
+    batch_max: int = 64
+    # located when the break-even's 95% interval lies between two measured batches this far apart
+    resolution: int = 1
+    max_points: int = 6  # batches measured per search (each on both arms), the two ends included
+    input_lens: list[int] = field(default_factory=list)  # one search per prompt length; empty: workload.input_len
+
+    def __post_init__(self) -> None:
+        key = "hydra.sweeper.crossover"
+        if self.batch_min < 1:
+            raise ConfigError(f"{key}.batch_min", f"{self.batch_min} < 1", "use a batch of 1 or more")
+        if self.batch_max <= self.batch_min:
+            raise ConfigError(
+                f"{key}.batch_max", f"{self.batch_max} <= batch_min {self.batch_min}", "give a range, e.g. 1 and 64"
+            )
+        if not 1 <= self.resolution < self.batch_max - self.batch_min + 1:
+            raise ConfigError(
+                f"{key}.resolution", f"{self.resolution} is not 1..the range", "use e.g. 1 (adjacent batches)"
+            )
+        if self.max_points < 2:
+            raise ConfigError(f"{key}.max_points", f"{self.max_points} < 2", "allow at least the two ends")
+        bad = [n for n in self.input_lens if n < 1]
+        if bad or len(set(self.input_lens)) != len(self.input_lens):
+            raise ConfigError(
+                f"{key}.input_lens", f"{list(self.input_lens)}", "give distinct prompt lengths >= 1, e.g. [16,128,512]"
+            )
+
+
+@dataclass
 class SweeperConf(TuneConf):
     """specexp's sweeper (``hydra/sweeper=specexp``): a server-ordered grid (``mode: grid``) or an
     Optuna study (``mode: optuna``). One sweeper for both, because a preset cannot replace the sweeper
@@ -666,3 +699,4 @@ class SweeperConf(TuneConf):
     # Server groups running at once under a launcher that runs jobs side by side (submitit); None: all.
     max_batch_size: int | None = None
     params: dict[str, str] = field(default_factory=dict)
+    crossover: CrossoverConf = field(default_factory=CrossoverConf)  # mode: crossover

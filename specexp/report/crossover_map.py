@@ -1,0 +1,92 @@
+"""The envelope as a map: a drafter's speedup over (batch, context length) as a heatmap, with the
+break-even line and its 95% band, from the points of a break-even search run at several prompt
+lengths (``+sweep=crossover_map``) or of any sweep over batch x workload.input_len.
+
+Each row is one prompt length. Between measured batches the speedup is interpolated linearly in
+log2(batch), the way the break-even itself is read (analysis.crossover); the measured batches are
+marked and labelled with their speedups, so the eye can tell measurement from interpolation. The
+band is each row's 95% break-even interval (breakeven.crossing_draws), clipped to the measured range
+where it is open.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.colors import TwoSlopeNorm
+from matplotlib.figure import Figure
+
+from specexp.metrics.stats import Estimate
+from specexp.report import breakeven
+from specexp.report.analysis import crossover, speedup_estimates
+from specexp.report.breakeven import Speedups
+from specexp.result import PointResult
+
+INPUT_LEN = "workload.input_len"
+
+
+def speedup_map(rows: Sequence[PointResult], speedups: Speedups = speedup_estimates) -> dict[int, dict[int, Estimate]]:
+    """Prompt length -> batch -> the drafter's speedup, from the ok points that name their length."""
+    lengths = sorted({int(r.params[INPUT_LEN]) for r in rows if INPUT_LEN in r.params})
+    found = {
+        n: breakeven.batch_speedups([r for r in rows if int(r.params.get(INPUT_LEN, -1)) == n], speedups)
+        for n in lengths
+    }
+    return {n: points for n, points in found.items() if points}
+
+
+def draw_map(rows: Sequence[PointResult], path: Path, speedups: Speedups = speedup_estimates) -> Path | None:
+    """The heatmap as a PNG at ``path``; None when fewer than two lengths have speedups."""
+    found = speedup_map(rows, speedups)
+    if len(found) < 2:
+        return None
+    lengths = list(found)
+    batches = sorted({b for points in found.values() for b in points})
+    lo_x, hi_x = math.log2(batches[0]), math.log2(batches[-1])
+    grid = np.linspace(lo_x, hi_x, 240)
+    values = np.array(
+        [np.interp(grid, np.log2(list(points)), [e.value for e in points.values()]) for points in found.values()]
+    )
+    fig = Figure(figsize=(8.0, 1.6 + 1.1 * len(lengths)), layout="constrained")
+    ax = fig.add_subplot()
+    spread = max(abs(values.max() - 1), abs(1 - values.min()), 0.05)
+    norm = TwoSlopeNorm(vcenter=1.0, vmin=1 - spread, vmax=1 + spread)
+    x_edges = 2 ** np.concatenate([[grid[0] - 0.14], (grid[1:] + grid[:-1]) / 2, [grid[-1] + 0.14]])
+    y_edges = np.arange(len(lengths) + 1) - 0.5
+    mesh = ax.pcolormesh(x_edges, y_edges, values, cmap="RdBu", norm=norm, shading="flat")
+    fig.colorbar(mesh, ax=ax, label="speedup (output tok/s, drafter / none)", pad=0.01)
+    centres, bands, lines = [], [], []
+    for row, points in enumerate(found.values()):
+        points = dict(sorted(points.items()))
+        xs = list(points)
+        ax.scatter(xs, [row] * len(xs), s=18, color="black", zorder=3)
+        for k, (b, e) in enumerate(points.items()):  # in batch order, above and below by turns: no overlap
+            up = 7 if k % 2 == 0 else -13
+            ax.annotate(f"{e.value:.2f}", (b, row), xytext=(0, up), textcoords="offset points", ha="center", fontsize=7)
+        lo, hi = breakeven.interval(breakeven.crossing_draws(points))
+        centres.append(row)
+        bands.append((min(max(lo, batches[0]), batches[-1]), max(min(hi, batches[-1]), batches[0])))
+        point = crossover([(x, e.value) for x, e in points.items()])
+        lines.append(point if point is not None else (batches[-1] if lo == math.inf else batches[0]))
+    ax.fill_betweenx(
+        centres, [b[0] for b in bands], [b[1] for b in bands], color="black", alpha=0.15, hatch="//", label="95% band"
+    )
+    ax.plot(lines, centres, color="black", linewidth=2, marker="D", markersize=5, label="break-even (speedup 1)")
+    ax.set_xscale("log", base=2)
+    ticks = [2**k for k in range(math.ceil(lo_x), math.floor(hi_x) + 1)]
+    ax.set_xticks(ticks, labels=[str(t) for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlim(batches[0] / 1.1, batches[-1] * 1.1)
+    ax.set_yticks(range(len(lengths)), labels=[str(n) for n in lengths])
+    ax.set_ylim(-0.5, len(lengths) - 0.5)
+    ax.set_xlabel("batch (closed-loop streams)")
+    ax.set_ylabel("prompt tokens")
+    drafter = next((r.drafter for r in rows if r.speculative), "drafter")
+    ax.set_title(f"{drafter} vs none: speedup over batch and context length (dots: measured)")
+    ax.legend(loc="upper right", fontsize=8, framealpha=0.8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return path

@@ -1,0 +1,219 @@
+"""``mode: crossover``: the break-even batch found adaptively rather than by a grid.
+
+Both arms (drafter=none and the configured drafter) are measured at the range's ends, then one batch
+at a time where specexp.report.breakeven says it narrows the break-even's 95% interval most, until
+the interval lies between adjacent measured batches (the resolution), outside the range, as narrow
+as the noise allows, or the budget (``max_points``) is spent. With ``input_lens`` the search runs at
+each prompt length (workload.input_len) side by side, each launch measuring every unfinished
+search's next batch, and the sweep draws the map of speedup over batch and context length
+(specexp.report.crossover_map).
+
+Every launch holds both arms at one or more batches, their windows taking turns; under the basic
+launcher the two servers stay up from one launch to the next (``servers_kept_up``), so the whole
+search is two server launches. A resumed search (``resume=latest``) reads the points its folder
+holds, makes the same choices again from them and measures only what is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+from specexp import server, tracking
+from specexp.config import Config, ConfigError, CrossoverConf
+from specexp.console import console, invalid_config_exits
+from specexp.metrics.stats import Estimate
+from specexp.report import breakeven
+from specexp.report.analysis import speedup_estimates
+from specexp.report.breakeven import SEARCHING, Search, Speedups, Step, batch_speedups
+from specexp.result import BASELINE, PointResult
+from specexp.sweep.base import LaunchingSweeper, SweepRun
+from specexp.sweep.grid import SweepFailed
+from specexp.sweep.names import point_names, sweep_params
+from specexp.sweep.plan import Job
+
+INPUT_LEN = "workload.input_len"
+
+
+@contextlib.contextmanager
+def servers_kept_up(capacity: int) -> Iterator[None]:
+    """Up to ``capacity`` servers kept up across the search's launches: each server group's own
+    ``server.holding`` (specexp.sweep.runner) then leaves its servers for the next group with the
+    same server key instead of stopping them; all stop as the search ends. Only for groups that run
+    in this process, one after another (the basic launcher)."""
+    holding = server.holding
+
+    @contextlib.contextmanager
+    def kept(_capacity: int) -> Iterator[None]:
+        yield
+
+    with holding(capacity):
+        server.holding = kept
+        try:
+            yield
+        finally:
+            server.holding = holding
+
+
+def _drafter_override(override: str) -> bool:
+    return override.lstrip("+~").split("=", 1)[0].split(".", 1)[0] == "drafter"
+
+
+class CrossoverSearch:
+    """The search (or, with several input lengths, the searches) as a sweep on a sweeper's skeleton."""
+
+    def __init__(
+        self,
+        sweeper: LaunchingSweeper,
+        conf: CrossoverConf,
+        params: dict[str, str],
+        speedups: Speedups = speedup_estimates,
+    ) -> None:
+        self.sweeper = sweeper
+        self.conf = conf
+        self.search = Search(conf.batch_min, conf.batch_max, conf.resolution, conf.max_points)
+        self.params = params
+        self.speedups = speedups
+        self.lens: list[int | None] = list(conf.input_lens) or [None]
+        self.steps: dict[int | None, Step] = {}
+
+    def jobs(self, base: list[str], batch: int, length: int | None) -> list[list[str]]:
+        """Both arms at one batch (and prompt length): the baseline first."""
+        at = [f"batch={batch}", *([f"{INPUT_LEN}={length}"] if length is not None else [])]
+        baseline = [o for o in base if not _drafter_override(o)] + [f"drafter={BASELINE}"]
+        return [[*baseline, *at], [*base, *at]]
+
+    def check(self, first: Config) -> None:
+        """What a search needs of the configuration, before any server starts."""
+        if not first.drafter.speculative:
+            raise ConfigError(
+                "drafter", f"{first.drafter.name} does not speculate", "name the drafter to search, e.g. drafter=tiny"
+            )
+        if first.load.kind != "closed":
+            raise ConfigError("load", "the search varies the batch of a closed loop", "use load=closed")
+        if self.conf.input_lens and first.workload.kind != "random":
+            raise ConfigError(
+                "hydra.sweeper.crossover.input_lens",
+                f"prompt lengths are set for random prompts, not workload.kind={first.workload.kind}",
+                "use workload=random, or drop input_lens",
+            )
+
+    def plan(self, base: list[str], wanted: list[tuple[int, int | None]], sweep_id: str) -> list[Job]:
+        """The jobs for ``wanted`` (batch, length) pairs, planned beside the range's largest batch so
+        that every launch sizes its servers alike (max_batch = batch_max) and finds them up; an
+        invalid job ends the sweep before any server starts (exit 2)."""
+        sizing = [s for s in [(self.search.batch_max, self.lens[0])] if s not in wanted]
+        jobs = [job for b, n in [*wanted, *sizing] for job in self.jobs(base, b, n)]
+        with invalid_config_exits():
+            planned = self.sweeper.plan(jobs, sweep_id, point_names(jobs, ["drafter", "batch", INPUT_LEN]))
+        keep = [job for b, n in wanted for job in self.jobs(base, b, n)]
+        return [j for j in planned if any(j.overrides[: len(k)] == k for k in keep)]
+
+    def rows(self, run: SweepRun, length: int | None) -> list[PointResult]:
+        points = run.points()
+        return points if length is None else [r for r in points if int(r.params.get(INPUT_LEN, -1)) == length]
+
+    def points(self, run: SweepRun, length: int | None) -> dict[int, Estimate]:
+        """The speedups measured so far at ``length``, inside the range."""
+        found = batch_speedups(self.rows(run, length), self.speedups)
+        return {b: e for b, e in found.items() if self.search.batch_min <= b <= self.search.batch_max}
+
+    def sweep(self, arguments: list[str]) -> SweepRun:
+        base = [*self.sweeper.job_arguments(arguments), *(f"{k}={v}" for k, v in self.params.items())]
+        with invalid_config_exits():
+            first = self.sweeper.compose(base)
+            self.check(first)
+        run = self.sweeper.new_run()
+        ends = [(b, n) for n in self.lens for b in (self.search.batch_min, self.search.batch_max)]
+        planned = self.plan(base, ends, run.sweep_id)  # every setting checked before any server starts
+        run.name = (
+            f"{first.engine.name}/{first.model.name}: break-even search, drafter {first.drafter.name} "
+            f"× batch {self.search.batch_min}–{self.search.batch_max}"
+        )
+        what = {
+            "drafter": f"{BASELINE},{first.drafter.name}",
+            "batch": f"{self.search.batch_min}–{self.search.batch_max}",
+        }
+        if self.conf.input_lens:
+            what[INPUT_LEN] = ",".join(map(str, self.conf.input_lens))
+            run.name += f" × input_len {what[INPUT_LEN]}"
+        run.params = sweep_params(first, what) | {
+            f"crossover.{k}": str(getattr(self.conf, k)) for k in ("batch_min", "batch_max", "resolution", "max_points")
+        }
+        run.summarize = lambda: self.summarize(run)
+
+        def body(run: SweepRun) -> None:
+            kept = contextlib.nullcontext() if self.sweeper.parallel else servers_kept_up(2)
+            with kept:
+                self.launch(run, self.sweeper.remaining(run, planned))
+                tried = set(ends)
+                while not first.dry_run and (wanted := self.next_batches(run, tried)):
+                    tried |= set(wanted)
+                    self.launch(run, self.sweeper.remaining(run, self.plan(base, wanted, run.sweep_id)))
+
+        self.sweeper.record(run, first, body)
+        if any(r.status not in ("ok", "dry_run") for r in run.points()):
+            raise SweepFailed(1)
+        if run.recorder is not None and run.recorder.untracked:
+            raise SweepFailed(tracking.TRACKING_FAILED)
+        return run
+
+    def launch(self, run: SweepRun, jobs: list[Job]) -> None:
+        if jobs:
+            self.sweeper.launch(run, jobs)
+
+    def next_batches(self, run: SweepRun, tried: set[tuple[int, int | None]]) -> list[tuple[int, int | None]]:
+        """Each unfinished search's next batch; a search whose next batch was tried already (its
+        point failed) ends there."""
+        wanted = []
+        for n in self.lens:
+            step = self.steps[n] = breakeven.next_step(self.points(run, n), self.search)
+            where = f" at input_len {n}" if n is not None else ""
+            if step.batch is None:
+                continue
+            if (step.batch, n) in tried:
+                self.steps[n] = Step(None, "failed", step.lo, step.hi)
+                console.print(f"crossover search{where}: batch {step.batch} failed; the search ends")
+                continue
+            console.print(
+                f"crossover search{where}: break-even between {step.lo:.1f} and {step.hi:.1f} (95%) so far; "
+                f"measuring batch {step.batch}"
+            )
+            wanted.append((step.batch, n))
+        return wanted
+
+    def summarize(self, run: SweepRun) -> tuple[dict[str, float], list[Path], list[str]]:
+        """crossover.csv (one row per search), the map (several input lengths), the parent's
+        metrics: batches and points used against the grid's, and the interval; the answer in words."""
+        metrics: dict[str, float] = {"crossover.grid_batches": len(self.search.grid)}
+        answer, table = [], []
+        for n in self.lens:
+            points = self.points(run, n)
+            step = self.steps.get(n)
+            if step is None or step.status == SEARCHING:  # interrupted, or a dry run: where it stood
+                step = breakeven.next_step(points, self.search) if len(points) >= 2 else Step(None, SEARCHING)
+                if step.batch is not None:
+                    step = Step(None, SEARCHING, step.lo, step.hi)
+            suffix = f".input_len{n}" if n is not None else ""
+            metrics |= {f"crossover.batches{suffix}": len(points), f"crossover.points{suffix}": 2 * len(points)}
+            metrics |= {f"crossover.{k}{suffix}": v for k, v in (("lo", step.lo), ("hi", step.hi)) if math.isfinite(v)}
+            words = breakeven.describe(step, self.search, len(points))
+            answer.append(f"input_len {n}: {words}" if n is not None else words)
+            table.append(
+                [n if n is not None else "", step.status, step.lo, step.hi, len(points), " ".join(map(str, points))]
+            )
+        path = run.sweep_dir / "crossover.csv"
+        with path.open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["input_len", "status", "lo", "hi", "batches", "measured", "grid_batches"])
+            w.writerows([*row, len(self.search.grid)] for row in table)
+        files = [path]
+        if len(self.lens) > 1:
+            from specexp.report.crossover_map import draw_map  # matplotlib: only when a map is drawn
+
+            figure = draw_map(run.points(), run.sweep_dir / "plots" / "crossover_map.png", self.speedups)
+            files += [figure] if figure is not None else []
+        return metrics, files, answer

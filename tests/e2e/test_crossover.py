@@ -1,0 +1,80 @@
+"""The adaptive break-even search on the live reference engine: its points, its two server launches
+across several launcher jobs, its answer on the parent run, resuming, and the map."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# batch 1 pays and batch 32 loses on the reference engine (README, "How often the verdict agrees"),
+# so the search goes on past the ends; 64 prompts per window keep batch 32 busy and short
+SEARCH = ["+sweep=crossover", "drafter=tiny", "hydra.sweeper.crossover.batch_max=32", "workload.num_prompts=64"]
+
+
+def _parent_and_children(runs):
+    parents = [r for r in runs if r.data.tags.get("specexp.role") == "parent"]
+    return parents, [r for r in runs if r.data.tags.get("specexp.role") != "parent"]
+
+
+def test_search_measures_past_the_ends_on_two_launches_and_resumes(specexp) -> None:
+    run = specexp(*SEARCH, "hydra.sweeper.crossover.max_points=3", "-m", timeout=900)
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    folder = run.workdir / "multirun"
+    (search,) = csv.DictReader((folder / "crossover.csv").open())
+    measured = [int(b) for b in search["measured"].split()]
+    assert search["status"] == "budget" and len(measured) == 3 and {1, 32} <= set(measured)
+    assert search["grid_batches"] == "32"
+    rows = list(csv.DictReader((folder / "summary.csv").open()))
+    assert sorted(int(r["batch"]) for r in rows) == sorted(measured * 2)  # both arms at every batch
+    groups = [p for p in (folder / "groups").iterdir() if p.name.isdigit()]
+    assert len(groups) == 2  # the ends, then the third batch: two launcher jobs
+    parents, children = _parent_and_children(run.runs())
+    assert sum(c.data.tags["specexp.server_reused"] == "false" for c in children) == 2  # servers stayed up
+    (parent,) = parents
+    assert parent.data.metrics["crossover.batches"] == 3 and parent.data.metrics["crossover.points"] == 6
+    assert parent.data.metrics["crossover.grid_batches"] == 32
+    verdict = (folder / "verdict.txt").read_text()
+    assert "when the budget ran out" in verdict and "3 of 32 batches measured (6 points)" in verdict
+
+    # the same sweep folder again continues the sweep, as resume=<id> does
+    again = specexp(*SEARCH, "hydra.sweeper.crossover.max_points=4", "-m", timeout=900)
+    assert again.proc.returncode == 0, again.proc.stderr[-3000:]
+    (search,) = csv.DictReader((folder / "crossover.csv").open())
+    assert set(measured) < {int(b) for b in search["measured"].split()}
+    rows = list(csv.DictReader((folder / "summary.csv").open()))
+    assert len(rows) == 2 * int(search["batches"]) <= 8  # the first three batches were not measured again
+
+
+def test_map_at_three_lengths_in_one_command(specexp) -> None:
+    run = specexp(
+        "+sweep=crossover_map",
+        "drafter=tiny",
+        "hydra.sweeper.crossover.batch_max=8",
+        "hydra.sweeper.crossover.max_points=3",
+        "hydra.sweeper.crossover.input_lens=[16,64,128]",
+        "-m",
+        timeout=900,
+    )
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    folder = run.workdir / "multirun"
+    searches = list(csv.DictReader((folder / "crossover.csv").open()))
+    assert [s["input_len"] for s in searches] == ["16", "64", "128"]
+    rows = list(csv.DictReader((folder / "summary.csv").open()))
+    assert len(rows) == 2 * sum(int(s["batches"]) for s in searches)  # one row per measured point
+    assert (folder / "plots" / "crossover_map.png").stat().st_size > 10_000
+    parents, children = _parent_and_children(run.runs())
+    assert sum(c.data.tags["specexp.server_reused"] == "false" for c in children) == 2
+    artifacts = {a.path for a in run.mlflow.list_artifacts(parents[0].info.run_id)}
+    assert any("crossover_map" in a or a == "plots" for a in artifacts), artifacts
+
+
+def test_bad_search_settings_stop_before_any_server(specexp) -> None:
+    run = specexp("+sweep=crossover", "drafter=tiny", "hydra.sweeper.crossover.batch_max=1", "-m")
+    assert run.proc.returncode == 2, run.proc.stderr[-2000:]
+    assert "hydra.sweeper.crossover.batch_max" in run.proc.stdout + run.proc.stderr
+    run = specexp("+sweep=crossover", "drafter=none", "-m")
+    assert run.proc.returncode == 2
+    assert "drafter: none does not speculate. Fix: name the drafter" in run.proc.stdout + run.proc.stderr

@@ -1,0 +1,39 @@
+"""The batch x context-length map, from points as a search at several prompt lengths records them."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from matplotlib.image import imread
+
+from specexp.report.crossover_map import draw_map, speedup_map
+from specexp.result import PointResult
+
+
+def _points(length: int, at: float, batches: list[int]) -> list[PointResult]:
+    """Both arms at each batch, the drafter's throughput falling through the baseline's at ``at``."""
+    rows = []
+    for b in batches:
+        speedup = 1 - 0.15 * (math.log2(b) - math.log2(at))
+        for drafter, tps in (("none", 1000.0), ("tiny", 1000.0 * speedup)):
+            params = {"workload.input_len": length, "batch": b, "drafter.name": drafter}
+            metrics = {"output_throughput": tps, "output_throughput_ci95": 0.02 * tps, "windows": 3}
+            rows.append(PointResult(status="ok", drafter=drafter, batch=b, params=params, metrics=metrics))
+    return rows
+
+
+def test_speedups_by_length_and_batch() -> None:
+    rows = _points(16, 6.0, [1, 64, 6]) + _points(512, 24.0, [1, 64, 24, 20])
+    found = speedup_map(rows)
+    assert list(found) == [16, 512] and list(found[512]) == [1, 20, 24, 64]
+    assert found[16][6].value == pytest.approx(1.0) and found[512][1].value > found[16][1].value
+
+
+def test_the_map_is_drawn_for_two_lengths_or_more(tmp_path: Path) -> None:
+    rows = _points(16, 6.0, [1, 64, 6, 7]) + _points(128, 10.0, [1, 64, 9, 10]) + _points(512, 24.0, [1, 64, 24])
+    path = draw_map(rows, tmp_path / "plots" / "crossover_map.png")
+    assert path is not None and imread(path).shape[0] > 300
+    assert draw_map(_points(16, 6.0, [1, 64]), tmp_path / "one.png") is None  # one length: no map
+    assert not (tmp_path / "one.png").exists()

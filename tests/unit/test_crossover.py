@@ -1,0 +1,162 @@
+"""The adaptive break-even search's choice and stopping rules, on synthetic speedup curves, and its
+configuration's one-line refusals."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from specexp.config import ConfigError, CrossoverConf
+from specexp.metrics.stats import Estimate, from_interval
+from specexp.report import breakeven
+from specexp.report.analysis import crossover_interval
+from specexp.report.breakeven import Search, Step, bisection_rule, median_rule, next_step
+
+Curve = Callable[[int], float]
+
+
+def log_linear(at: float, slope: float = 0.15) -> Curve:
+    """Speedup falling linearly in log2(batch), through 1 at ``at``."""
+    return lambda b: 1.0 - slope * (math.log2(b) - math.log2(at))
+
+
+def convex(at: float) -> Curve:
+    """Falling fast at small batches and flattening out, through 1 at ``at``."""
+    return lambda b: 0.7 + 0.3 * (at / b) ** 0.5
+
+
+def concave(at: float) -> Curve:
+    """Flat at small batches, then falling fast, through 1 at ``at``."""
+    return lambda b: 1.0 + 0.2 * (1 - (b / at) ** 1.5)
+
+
+CURVES = [log_linear(7.3), log_linear(20.5), log_linear(2.6), convex(11.2), concave(5.4), concave(40.3)]
+
+
+def run_search(curve: Curve, rule, search: Search, half: float = 0.0, seed: int = 0) -> tuple[Step, dict]:
+    """The search driven to its end, each measured batch's speedup from ``curve``: exact (no
+    interval) when ``half`` is 0, else with seeded noise and a 95% half-width ``half`` (3 windows)."""
+    rng = np.random.default_rng(seed)
+    points: dict[int, Estimate] = {}
+    while True:
+        step = next_step(points, search, rule, draws=1000)
+        if step.batch is None:
+            return step, points
+        assert step.batch not in points
+        noise = rng.normal(0, half / 4.3) if half else 0.0  # t(2)'s 95% quantile is 4.3 standard errors
+        points[step.batch] = from_interval(curve(step.batch) + noise, half or None, 3)
+
+
+def test_crossings_agree_with_the_analysis_interval() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        xs = sorted(rng.choice(np.arange(1, 65), size=rng.integers(2, 7), replace=False))
+        points = {int(x): Estimate(float(rng.uniform(0.7, 1.3)), float(rng.uniform(0, 0.1)), 2.0) for x in xs}
+        drawn = breakeven.crossing_draws(points, draws=500)
+        assert breakeven.interval(drawn) == pytest.approx(crossover_interval(points, draws=500), rel=1e-12)
+
+
+def test_exact_curves_are_located_to_adjacent_batches_in_fewer_batches_than_bisection() -> None:
+    search = Search(max_points=64)
+    ours, baseline = [], []
+    for curve in CURVES:
+        truth = next(b for b in range(1, 64) if curve(b) >= 1 > curve(b + 1))
+        for rule, used in ((median_rule, ours), (bisection_rule, baseline)):
+            step, points = run_search(curve, rule, search)
+            assert step.status == "located" and step.bracket == (truth, truth + 1), (rule.__name__, step)
+            used.append(len(points))
+    # on curves of the shape it interpolates (the first three) it needs the two ends and the two
+    # batches around the crossing; bent ones cost it about what they cost bisection
+    assert ours[:3] == [4, 4, 4] and all(b > 4 for b in baseline[:3]), (ours, baseline)
+    assert sum(ours) < sum(baseline), (ours, baseline)
+
+
+def test_noisy_curves_take_fewer_batches_and_keep_the_break_even_inside() -> None:
+    """With ±0.05 on every speedup the break-even cannot be told to one batch: each rule stops when
+    the noise allows no narrower interval; the median rule gets there in fewer batches, and the
+    true break-even lies inside its 95% interval nearly always."""
+    search = Search(max_points=64)
+    ours, baseline, covered = [], [], 0
+    for seed in range(8):
+        for curve in CURVES:
+            truth = next(
+                b + (curve(b) - 1) / (curve(b) - curve(b + 1)) for b in range(1, 64) if curve(b) >= 1 > curve(b + 1)
+            )
+            step, points = run_search(curve, median_rule, search, half=0.05, seed=seed)
+            assert step.status in ("located", "noise"), step
+            ours.append(len(points))
+            covered += step.lo <= truth <= step.hi + 1
+            baseline.append(len(run_search(curve, bisection_rule, search, half=0.05, seed=seed)[1]))
+    assert sum(ours) < sum(baseline), (sum(ours), sum(baseline))
+    assert covered >= 0.85 * len(ours), covered
+
+
+def test_both_ends_first_then_stops_outside_the_range() -> None:
+    search = Search()
+    assert next_step({}, search).batch == 1
+    assert next_step({1: Estimate(1.4)}, search).batch == 64
+    paying = {1: Estimate(1.4, 0.01, 2), 64: Estimate(1.1, 0.01, 2)}
+    assert next_step(paying, search).status == "above"
+    losing = {1: Estimate(0.8, 0.01, 2), 64: Estimate(0.5, 0.01, 2)}
+    assert next_step(losing, search).status == "below"
+
+
+def test_a_batch_that_breaks_the_curve_is_set_aside_and_not_measured_again() -> None:
+    points = {
+        1: Estimate(1.4, 0.02, 2),
+        4: Estimate(1.2, 0.02, 2),
+        5: Estimate(0.45, 0.02, 2),  # a dip far beyond both neighbours' intervals
+        16: Estimate(0.85, 0.02, 2),
+        64: Estimate(0.6, 0.02, 2),
+    }
+    step = next_step(points, Search(max_points=64))
+    assert step.lo > 5 and step.batch not in points and 5 < step.batch < 16
+
+
+def test_budget_ends_the_search_with_the_interval_so_far() -> None:
+    step, points = run_search(log_linear(7.3), median_rule, Search(max_points=3), half=0.05)
+    assert step.status == "budget" and len(points) == 3 and step.lo < 7.3 < step.hi
+
+
+def test_no_batch_between_two_unclear_ones_is_worth_measuring_once_clear_ones_bound_them() -> None:
+    points = {
+        1: Estimate(1.3, 0.01, 2),
+        6: Estimate(1.0, 0.02, 2),
+        9: Estimate(0.99, 0.02, 2),
+        64: Estimate(0.6, 0.01, 2),
+    }
+    options = breakeven.candidates(points, Search(), 1.5, 40.0)
+    assert 7 not in options and 8 not in options
+    assert {2, 5, 10, 39} <= set(options)
+    unbounded = {**points, 64: Estimate(0.9, 0.2, 2)}  # nothing clear above the unclear zone
+    assert {7, 8} <= set(breakeven.candidates(unbounded, Search(), 1.5, 40.0))
+
+
+def test_the_answer_states_its_cost_against_the_grid() -> None:
+    search = Search()
+    text = breakeven.describe(Step(None, "located", 7.2, 7.9, (7, 8)), search, 5)
+    assert text.startswith("break-even located between batch 7 and 8")
+    assert "5 of 64 batches measured (10 points)" in text and "measures 64 (128 points)" in text
+    assert len(Search(resolution=4).grid) == 17
+    assert "when a point failed" in breakeven.describe(Step(None, "failed", 3.0, 9.0), search, 3)
+    assert "did not finish" in breakeven.describe(Step(None, "searching"), search, 2)
+
+
+@pytest.mark.parametrize(
+    ("settings", "key"),
+    [
+        ({"batch_min": 0}, "batch_min"),
+        ({"batch_max": 1}, "batch_max"),
+        ({"resolution": 0}, "resolution"),
+        ({"max_points": 1}, "max_points"),
+        ({"input_lens": [16, 16]}, "input_lens"),
+        ({"input_lens": [0]}, "input_lens"),
+    ],
+)
+def test_bad_settings_name_their_key(settings: dict, key: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        CrossoverConf(**settings)
+    assert err.value.key == f"hydra.sweeper.crossover.{key}" and "\n" not in str(err.value)
