@@ -71,7 +71,7 @@ def preflight(cfg: Config) -> None:
     changes or ignores) are logged."""
     check_workload(cfg.workload)
     engine, command, key = describe(cfg)
-    if command is None or key in _checked:
+    if key in _checked:  # an external endpoint (no command) is checked too: that it answers
         return
     for note in engine.preflight(cfg, command):
         log.warning(note)
@@ -260,7 +260,8 @@ def load_label(cfg: Config) -> str:
 def run_name(cfg: Config) -> str:
     """What the point's run is called: a sweep's name for it (the axes that vary), else its settings."""
     axis = load_label(cfg).replace(" ", "=")
-    return cfg.run_name or f"{cfg.engine.name}/{cfg.model.name}: drafter={cfg.drafter.name} {axis}"
+    drafter = adapter(cfg).drafter_label(cfg)
+    return cfg.run_name or f"{cfg.engine.name}/{cfg.model.name}: drafter={drafter} {axis}"
 
 
 @contextmanager
@@ -312,11 +313,11 @@ def run(
         status="ok",
         engine=cfg.engine.name,
         model=cfg.model.name,
-        drafter=cfg.drafter.name,
+        drafter=engine.drafter_label(cfg),
         batch=cfg.batch,
         load=cfg.load.kind,
         rate=cfg.load.rate,
-        params=flat_params(raw),
+        params=flat_params(raw) | {"drafter.name": engine.drafter_label(cfg)},
         job_dir=str(job_dir),
     )
     result.tags = {
@@ -326,7 +327,7 @@ def run(
         "specexp.server_key": key,
         "specexp.git_sha": tracking.git_sha(),
         "specexp.engine": cfg.engine.name,
-        "specexp.drafter": cfg.drafter.name,
+        "specexp.drafter": engine.drafter_label(cfg),
         "specexp.workload_synthetic": str(cfg.workload.synthetic).lower(),
     }
     if "CUDA_VISIBLE_DEVICES" in os.environ:  # the GPUs its server was given (a group's slice of a node)

@@ -108,3 +108,15 @@ def test_overlap_counts_requests_in_flight_at_once() -> None:
     out = traffic.compute(recs)
     assert out["concurrency_max"] == 3.0
     assert "offered_rate" not in out and "queue_ms_mean" not in out  # a closed loop offers no schedule
+
+
+def test_concurrency_counts_fillers_and_clips_to_the_window() -> None:
+    # two streams: measured 0 → 1 and 0 → 0.5, then a filler 0.5 → 2 on the stream that finished first
+    recs = [record(0, None, 0.0, ttft=0.1, tpot=0.225), record(1, None, 0.0, ttft=0.1, tpot=0.1)]
+    filler = record(2, None, 0.5, ttft=0.1, tpot=0.35)
+    filler.filler = True
+    out = traffic.compute([*recs, filler])
+    assert recs[0].end == pytest.approx(1.0) and recs[1].end == pytest.approx(0.5)
+    assert out["concurrency_mean"] == pytest.approx(2.0)  # the filler counts up to the window's end only
+    assert out["concurrency_max"] == 2.0
+    assert traffic.compute(recs)["concurrency_mean"] == pytest.approx(1.5)  # without it: a ramp-down
