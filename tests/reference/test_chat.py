@@ -165,3 +165,5 @@ def test_per_request_acceptance_adds_up_to_the_counters(draft_server: LiveServer
     assert sum(s["spec_verify_ct"] for s in details) == d["spec_decode_num_drafts"]
     assert sum(s["spec_num_correct_drafts"] for s in details) == d["spec_decode_num_accepted_tokens"]
     assert sum(s["spec_num_proposed_drafts"] for s in details) == d["spec_decode_num_draft_tokens"] > 0
+    for i in range(len(details[0]["spec_accepted_per_pos"])):
+        assert sum(s["spec_accepted_per_pos"][i] for s in details) == d[f"spec_decode_num_accepted_tokens_per_pos[{i}]"]

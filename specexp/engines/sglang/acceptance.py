@@ -16,7 +16,14 @@ from specexp.metrics.acceptance import AcceptanceCounts
 from specexp.records import RequestRecord
 
 # Per-request fields of sglext.spec_tokens_details kept in RequestRecord.extra.
-SPEC_FIELDS = ("spec_verify_ct", "spec_num_correct_drafts", "spec_num_proposed_drafts", "spec_accept_length")
+# spec_accepted_per_pos: the reference engine's own addition (accepted at each draft position).
+SPEC_FIELDS = (
+    "spec_verify_ct",
+    "spec_num_correct_drafts",
+    "spec_num_proposed_drafts",
+    "spec_accept_length",
+    "spec_accepted_per_pos",
+)
 # /metrics counters (names without "sglang:" and "_total") behind the counter fallback.
 GENERATION_TOKENS = "generation_tokens"
 VERIFY_CALLS = "spec_verify_calls"
@@ -43,7 +50,11 @@ def per_request_counts(records: list[RequestRecord]) -> AcceptanceCounts | None:
         accepted = float(sum(r.output_tokens - 1 for r in measured)) - steps
     if all("spec_num_proposed_drafts" in r.extra for r in measured):
         proposed = float(sum(r.extra["spec_num_proposed_drafts"] for r in measured))
-    return AcceptanceCounts("per_request", steps, draft_tokens=proposed, accepted_tokens=accepted)
+    positions: tuple[float, ...] = ()
+    if all("spec_accepted_per_pos" in r.extra for r in measured):
+        columns = zip(*(r.extra["spec_accepted_per_pos"] for r in measured), strict=True)
+        positions = tuple(float(sum(column)) for column in columns)
+    return AcceptanceCounts("per_request", steps, proposed, accepted, positions)
 
 
 def counter_counts(
