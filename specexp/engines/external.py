@@ -236,3 +236,7 @@ class ExternalEngine(Engine):
     def request_counts(self, records: list[RequestRecord]) -> AcceptanceCounts | None:
         engine = self._flavored
         return engine.request_counts(records) if engine else None
+
+    async def server_info(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, Any] | None:
+        engine = self._flavored
+        return await engine.server_info(http, base_url) if engine else None

@@ -19,8 +19,9 @@ pytestmark = [
 ]
 
 VLLM = [f"engine.python={VLLM_PYTHON}", "engine.enforce_eager=true", "engine.dtype=float32"]
-# one token per chunk (no speculation), equal lengths: itl_ms's mean is then tpot_ms's
-LOAD = ["drafter=none", "batch=2", "workload.num_prompts=8", "workload.output_len=64", "measure.windows=2"]
+# no speculation, equal lengths, token ids in every chunk: itl_ms's mean is then tpot_ms's (vLLM may still
+# put two tokens in one chunk when its output falls behind: itl_ms is per token, so it stays equal)
+LOAD = ["drafter=none", "batch=2", "workload.num_prompts=8", "workload.output_len=64", "measure.windows=3"]
 
 
 def point(run) -> dict:
@@ -32,7 +33,7 @@ def agree(metrics: dict) -> None:
     """Client and server TPOT within 2%, and the token-normalised gap equal to TPOT within 2%."""
     assert metrics["tpot_ms_mean"] == pytest.approx(metrics["server_tpot_ms_mean"], rel=0.02)
     assert metrics["itl_ms_mean"] == pytest.approx(metrics["tpot_ms_mean"], rel=0.02)
-    assert metrics["tokens_per_chunk_mean"] == 1.0 and metrics["client_server_gap"] < 0.05
+    assert metrics["client_server_gap"] < 0.05  # no window warned
     assert metrics["server_ttft_ms_mean"] > 0 and metrics["server_queue_ms_mean"] >= 0
 
 
