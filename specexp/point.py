@@ -33,6 +33,7 @@ from specexp.load.host import CLIENT_CPU_WARNING, HostSample, noise
 from specexp.load.prompts import check_workload, make_prompts
 from specexp.load.requests import request_shape
 from specexp.metrics import requests, slo, traffic
+from specexp.metrics import server as server_metrics
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.metrics.categories import category_metrics
 from specexp.metrics.windows import TREND_KEY, aggregate, more_windows
@@ -69,7 +70,7 @@ def preflight(cfg: Config) -> None:
     changes or ignores) are logged."""
     check_workload(cfg.workload)
     engine, command, key = describe(cfg)
-    if command is None or key in _checked:
+    if key in _checked:  # an external endpoint (no command) is checked too: that it answers
         return
     for note in engine.preflight(cfg, command):
         log.warning(note)
@@ -200,13 +201,15 @@ async def measure_windows(
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(headers=engine.headers(cfg), timeout=timeout, connector=connector) as http:
         warm = make_prompts(w, w.warmups(cfg.streams), f"{stream}/warmup", warmup=True)
+        warmed: list[RequestRecord] = []  # kept in records.jsonl (marked warmup) with the first window's
         if warm:
             load = run_closed_loop(http, base_url, shape, warm, cfg.streams, engine.observe, warmup=True)
-            await watched(load, srv, "during warm-up")
+            warmed = await watched(load, srv, "during warm-up")
         for k in range(cfg.measure.warmup_windows):  # whole windows at the point's concurrency, discarded
             items = make_prompts(w, w.measured(cfg.streams), f"{stream}/warmup-window{k}", warmup=True)
             load = run_closed_loop(http, base_url, shape, items, cfg.streams, engine.observe, warmup=True)
-            await watched(load, srv, "during a warm-up window")
+            warmed += await watched(load, srv, "during a warm-up window")
+        received.extend(warmed)
         start = time.monotonic()
         while more_windows([m.metrics.get(TREND_KEY, 0.0) for m in windows], cfg.measure, time.monotonic() - start):
             index = len(windows)
@@ -230,18 +233,25 @@ async def measure_windows(
                         arrivals = arrival_times(len(items), cfg.load.rate, cfg.load.burstiness, seed)
                         cap = cfg.load.max_concurrency
                         load = run_open_loop(http, base_url, shape, items, arrivals, cap, engine.observe, keep)
-                    else:
-                        load = run_closed_loop(http, base_url, shape, items, cfg.batch, engine.observe, keep)
+                    else:  # fillers keep the batch in flight to the window's end (specexp.load.client)
+                        fill = make_prompts(w, cfg.batch, f"{stream}/window{index}/fill")
+                        load = run_closed_loop(http, base_url, shape, items, cfg.batch, engine.observe, keep, fill=fill)
                     records = await watched(load, srv, "during a measured window")
                 context = noise(host, HostSample.now()) | {"window_start": started, "window_end": time.time()}
                 after = await watched(engine.read_counters(http, base_url), srv, "after a measured window")
             for record in records:
                 record.window = index
             received.clear()  # this window's records now live in its Window
-            acceptance = acceptance_metrics(engine.acceptance(before, after, records))
-            by_category = category_metrics(records, engine.request_counts)
-            measured = requests.compute(records) | traffic.compute(records) | slo.compute(records, cfg.slo)
-            windows.append(Window(records, measured | acceptance | by_category | context))
+            own = requests.measured(records)  # fillers count only in throughput and concurrency
+            acceptance = acceptance_metrics(engine.acceptance(before, after, own))
+            by_category = category_metrics(own, engine.request_counts)
+            measured = requests.compute(records) | traffic.compute(records) | slo.compute(own, cfg.slo)
+            measured |= server_metrics.latency(before, after)
+            measured |= server_metrics.gap(measured)
+            if doubt := server_metrics.disagreement(measured):
+                log.warning("window %d: the client and the server disagree by over 5%%: %s", index + 1, doubt)
+            windows.append(Window([*warmed, *records], measured | acceptance | by_category | context))
+            warmed = []
 
 
 async def fetch_server_info(engine: Engine, cfg: Config, base_url: str) -> dict[str, Any] | None:
@@ -260,7 +270,8 @@ def load_label(cfg: Config) -> str:
 def run_name(cfg: Config) -> str:
     """What the point's run is called: a sweep's name for it (the axes that vary), else its settings."""
     axis = load_label(cfg).replace(" ", "=")
-    return cfg.run_name or f"{cfg.engine.name}/{cfg.model.name}: drafter={cfg.drafter.name} {axis}"
+    drafter = adapter(cfg).drafter_label(cfg)
+    return cfg.run_name or f"{cfg.engine.name}/{cfg.model.name}: drafter={drafter} {axis}"
 
 
 @contextmanager
@@ -312,11 +323,11 @@ def run(
         status="ok",
         engine=cfg.engine.name,
         model=cfg.model.name,
-        drafter=cfg.drafter.name,
+        drafter=engine.drafter_label(cfg),
         batch=cfg.batch,
         load=cfg.load.kind,
         rate=cfg.load.rate,
-        params=flat_params(raw),
+        params=flat_params(raw) | {"drafter.name": engine.drafter_label(cfg)},
         job_dir=str(job_dir),
     )
     result.tags = {
@@ -326,7 +337,7 @@ def run(
         "specexp.server_key": key,
         "specexp.git_sha": tracking.git_sha(),
         "specexp.engine": cfg.engine.name,
-        "specexp.drafter": cfg.drafter.name,
+        "specexp.drafter": engine.drafter_label(cfg),
         "specexp.workload_synthetic": str(cfg.workload.synthetic).lower(),
     }
     if "CUDA_VISIBLE_DEVICES" in os.environ:  # the GPUs its server was given (a group's slice of a node)

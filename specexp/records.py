@@ -35,6 +35,9 @@ class RequestRecord:
     # Engine-specific per-request fields (e.g. SGLang's spec_verify_ct), read by the engine adapter.
     extra: dict[str, Any] = field(default_factory=dict)
     warmup: bool = False  # a warm-up request, or one of a window discarded as warm-up
+    # Sent only to keep a closed loop's ``batch`` in flight until the window's last measured request
+    # ended (specexp.load.client): counted in the window's throughput and concurrency, not its latencies.
+    filler: bool = False
     category: str | None = None  # the dataset's task category of the conversation
     conversation: int = 0  # which conversation of the phase this request belongs to
     turn: int = 0  # which of its user turns (0: the first; later turns carry the earlier answers)

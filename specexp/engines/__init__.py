@@ -13,4 +13,4 @@ ENGINES: dict[str, type[Engine]] = {e.name: e for e in (TorchEngine, VllmEngine,
 
 
 def adapter(cfg: Config) -> Engine:
-    return ENGINES[cfg.engine.name]()
+    return ENGINES[cfg.engine.name].for_config(cfg)

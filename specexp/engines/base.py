@@ -37,6 +37,11 @@ class Engine:
     # Prefix of vLLM-style spec-decode counters on /metrics (specexp.engines.counters); None: none.
     counter_prefix: ClassVar[str | None] = None
 
+    @classmethod
+    def for_config(cls, cfg: Config) -> Engine:
+        """The adapter for one point's config (stateless engines ignore it)."""
+        return cls()
+
     def python(self, cfg: Config) -> list[str]:
         """The interpreter (behind any launcher prefix) that runs the engine."""
         return [*cfg.engine.launcher, cfg.engine.python or sys.executable]
@@ -52,9 +57,10 @@ class Engine:
         """Variables every engine gets: the nccl group, then engine.env (later wins)."""
         return {**cfg.nccl.env, **cfg.engine.env}
 
-    def preflight(self, cfg: Config, command: Command) -> list[str]:
-        """Check argv with the engine's own parser where it is installed; raise ConfigError on a
-        rejected flag. Returns notes for the user (settings the engine will change or ignore)."""
+    def preflight(self, cfg: Config, command: Command | None) -> list[str]:
+        """Check argv with the engine's own parser where it is installed (an endpoint specexp does not
+        launch, ``command`` None: that it answers); raise ConfigError on a rejected flag. Returns notes
+        for the user (settings the engine will change or ignore)."""
         return []
 
     def version(self, cfg: Config) -> str | None:
@@ -69,6 +75,10 @@ class Engine:
 
     def observe(self, event: dict[str, Any], record: RequestRecord) -> None:
         """See each parsed streamed event; keep engine extension fields in ``record.extra``."""
+
+    def drafter_label(self, cfg: Config) -> str:
+        """The point's drafter as recorded (results, tags, run name): the drafter group's name."""
+        return cfg.drafter.name
 
     def tags(self, cfg: Config) -> dict[str, str]:
         """Engine facts to tag each run with (e.g. a setting the installed version ignores)."""

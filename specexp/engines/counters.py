@@ -16,26 +16,25 @@ DRAFTS = "spec_decode_num_drafts"
 DRAFT_TOKENS = "spec_decode_num_draft_tokens"
 ACCEPTED = "spec_decode_num_accepted_tokens"
 ACCEPTED_PER_POS = "spec_decode_num_accepted_tokens_per_pos"
-# Reference engine only: target steps that emitted tokens for a sequence, prefill included.
-VERIFY_STEPS = "verify_steps"
 
 
 def parse(text: str, prefix: str) -> dict[str, float]:
-    """Sum every ``<prefix>...`` counter over its labels except ``position``.
+    """Sum every ``<prefix>...`` counter, and every histogram's ``_sum`` and ``_count``, over its labels
+    except ``position``.
 
-    Keys are the counter name without prefix and ``_total``; per-position counters become
-    ``spec_decode_num_accepted_tokens_per_pos[i]``. Summing over ``engine`` labels makes a
-    data-parallel server one number, as its clients see it.
+    Keys are the counter name without prefix and ``_total``, a histogram's name without prefix plus
+    ``_sum``/``_count``; per-position counters become ``spec_decode_num_accepted_tokens_per_pos[i]``.
+    Summing over ``engine`` labels makes a data-parallel server one number, as its clients see it.
     """
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
-        if not family.name.startswith(prefix) or family.type not in ("counter", "gauge"):
+        if not family.name.startswith(prefix) or family.type not in ("counter", "gauge", "histogram"):
             continue
         base = family.name[len(prefix) :]
         for sample in family.samples:
-            if sample.name.endswith("_created"):
+            if sample.name.endswith("_created") or sample.name.endswith("_bucket"):
                 continue
-            key = base
+            key = base if family.type != "histogram" else sample.name[len(prefix) :]
             if "position" in sample.labels:
                 key = f"{base}[{sample.labels['position']}]"
             out[key] = out.get(key, 0.0) + sample.value
@@ -53,16 +52,12 @@ def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]
 
 
 def acceptance_counts(before: dict[str, float] | None, after: dict[str, float] | None) -> AcceptanceCounts | None:
-    """The window's raw counts from two scrapes; None when the server has no spec counters.
-
-    Verify steps are the reference engine's exact count when present, else vLLM's ``num_drafts``
-    (decode steps that carried drafts; vLLM's prefill token is not a verify step).
-    """
+    """The window's raw counts from two scrapes; None when the server has no spec counters. Verify
+    steps are ``num_drafts``: decode steps that carried drafts (specexp.metrics.acceptance)."""
     if before is None or after is None:
         return None
     d = delta(before, after)
-    steps = d.get(VERIFY_STEPS, d.get(DRAFTS))
-    if steps is None:
+    if DRAFTS not in d:
         return None
     positions = sorted(
         (int(key[len(ACCEPTED_PER_POS) + 1 : -1]), value)
@@ -71,9 +66,8 @@ def acceptance_counts(before: dict[str, float] | None, after: dict[str, float] |
     )
     return AcceptanceCounts(
         source="counters",
-        verify_steps=steps,
+        verify_steps=d[DRAFTS],
         draft_tokens=d.get(DRAFT_TOKENS, 0.0),
         accepted_tokens=d.get(ACCEPTED, 0.0),
         accepted_per_position=tuple(value for _, value in positions),
-        drafts=d.get(DRAFTS, steps),
     )

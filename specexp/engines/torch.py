@@ -1,8 +1,8 @@
 """engine=torch: the reference engine (specexp.reference), launched like any other server.
 
-The point's acceptance comes from its counters (vLLM's names under ``specexp:``); per-request counts,
-streamed in SGLang's shape (``return_spec_tokens_details``), serve slices of the window such as prompt
-categories, and add up to the counters exactly.
+The point's acceptance comes from the measured requests' own counts, streamed in SGLang's shape
+(``return_spec_tokens_details``), which also serve slices of the window such as prompt categories and
+add up to its counters (vLLM's names under ``specexp:``) exactly over the same requests.
 """
 
 from __future__ import annotations
@@ -103,6 +103,12 @@ class TorchEngine(Engine):
 
     def observe(self, event: dict[str, Any], record: RequestRecord) -> None:
         sglang_acceptance.observe(event, record)
+
+    def acceptance(
+        self, before: dict[str, float] | None, after: dict[str, float] | None, records: list[RequestRecord]
+    ) -> AcceptanceCounts | None:
+        """The measured requests' own counts (a closed loop's fillers add to the counters), else the counters'."""
+        return sglang_acceptance.per_request_counts(records) or super().acceptance(before, after, records)
 
     def request_counts(self, records: list[RequestRecord]) -> AcceptanceCounts | None:
         return sglang_acceptance.per_request_counts(records)

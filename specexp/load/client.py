@@ -2,9 +2,12 @@
 
 One event loop and one keep-alive connection pool. Closed loop: ``batch`` workers each keep one
 request in flight until the conversations run out, so the server sees exactly ``batch`` concurrent
-requests. Open loop: conversations start on an arrival schedule (specexp.load.arrivals) however many
-are in flight, optionally capped. Either way a conversation's turns go one after the other, each with
-the model's answers so far in its history (specexp.load.conversation). Completion and chat streams
+requests; with ``fill`` conversations, a worker whose queue ran dry keeps sending those (recorded,
+``filler``) until the last measured request ends, and the fillers still in flight are then cut, so the
+window's last requests run under the same load as its first (no ramp-down). Open loop: conversations
+start on an arrival schedule (specexp.load.arrivals) however many are in flight, optionally capped.
+Either way a conversation's turns go one after the other, each with the model's answers so far in its
+history (specexp.load.conversation). Completion and chat streams
 are read alike: text from ``choices[].text`` or ``choices[].delta``.
 """
 
@@ -15,7 +18,7 @@ import contextlib
 import itertools
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,6 +126,7 @@ class Conversations:
     observe: Callable[[dict[str, Any], RequestRecord], None]
     on_done: Callable[[RequestRecord], None]
     warmup: bool = False
+    filler: bool = False  # requests that only keep the load up (specexp.metrics.requests leaves them out)
     records: list[RequestRecord] = field(default_factory=list)
     # Request i is turn t of conversation c at i = Σ turns before c + t: the order one stream sends them.
     first_index: list[int] = field(init=False)
@@ -143,6 +147,7 @@ class Conversations:
                 send=ready,
                 arrival=None if arrival is None else ready,
                 warmup=self.warmup,
+                filler=self.filler,
                 category=conversation.category,
                 conversation=number,
                 turn=turn,
@@ -165,6 +170,9 @@ class Conversations:
         return sorted(self.records, key=lambda r: r.index)
 
 
+CUT = "cut at the window's end (a filler)"
+
+
 async def run_closed_loop(
     http: aiohttp.ClientSession,
     base_url: str,
@@ -174,18 +182,46 @@ async def run_closed_loop(
     observe: Callable[[dict[str, Any], RequestRecord], None],
     on_done: Callable[[RequestRecord], None] = lambda r: None,
     warmup: bool = False,
+    fill: Sequence[Conversation] = (),
 ) -> list[RequestRecord]:
     """Send every conversation with ``batch`` requests in flight at all times; records in conversation
-    and turn order."""
-    phase = Conversations(http, base_url + shape.path, shape, conversations, observe, on_done, warmup)
+    and turn order, then the fillers (``fill``, cycled: see the module docstring), numbered after them."""
+    url = base_url + shape.path
+    phase = Conversations(http, url, shape, conversations, observe, on_done, warmup)
+    fillers = Conversations(http, url, shape, list(fill), observe, lambda r: None, warmup, filler=True)
     queue = iter(range(len(conversations)))
+    next_filler = itertools.cycle(range(len(fillers.items)))
+    workers = min(batch, len(conversations))
+    idle = 0  # workers whose share of the conversations is done
+    measured_done = asyncio.Event()
+
+    async def keep_loaded() -> None:
+        while True:
+            await fillers.converse(next(next_filler), fillers.stream)
 
     async def worker() -> None:
+        nonlocal idle
         for number in queue:
             await phase.converse(number, phase.stream)
+        idle += 1
+        if idle == workers:
+            measured_done.set()
+        elif fillers.items:
+            task = asyncio.ensure_future(keep_loaded())
+            try:
+                await measured_done.wait()
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
 
-    await asyncio.gather(*(worker() for _ in range(min(batch, len(conversations)))))
-    return phase.sorted_records()
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    measured = phase.sorted_records()
+    filled = sorted(fillers.records, key=lambda r: r.send)
+    for number, record in enumerate(filled, start=len(measured)):
+        record.index = number
+        if record.error is None and record.finish_reason is None:
+            record.error = CUT
+    return [*measured, *filled]
 
 
 async def run_open_loop(

@@ -27,10 +27,17 @@ in the job's output folder, written before anything is sent to MLflow.
   exactly `load.rate`) whatever is in flight, at most `load.max_concurrency` at once when it is set;
   each request's scheduled `arrival` is in records.jsonl.
 - Warm-up requests (default: `batch` of them, or the rate rounded up) run closed-loop first and are
-  excluded from every metric below, including the engine's counters: the counters are read after
-  warm-up and again after the last request.
+  excluded from every metric below, including the engine's counters and latency histograms: both are
+  read after warm-up and again after each window.
 
-- The window runs from the first measured request's send to the last measured response's end.
+- The window runs from the first measured request's send to the last measured response's end. A closed
+  loop keeps `batch` requests in flight to its end: a stream whose share of the window's requests is
+  done sends fillers (marked `filler` in records.jsonl) until the last measured request ends, and the
+  fillers still running are then cut. Fillers count in throughput (their tokens that arrived within the
+  window) and concurrency, never in latencies, SLOs or acceptance; so both arms of a sweep run at the
+  labelled concurrency, with no ramp-down.
+- Warm-up requests are written to records.jsonl too, marked `warmup` (as are the requests of windows
+  discarded as warm-up).
 - A prompt is never sent twice to the same server within a sweep unless the workload says so
   (prefix caches inflate repeat runs by large factors).
 - A point is measured in consecutive windows on one server launch (`measure.windows`, default 3, or
@@ -56,7 +63,11 @@ OUTRO = """\
 Token counts come from the server's `usage` when it gives one (`stream_options.include_usage`), else
 from counting chunks; the tag `specexp.token_source` says which. Speculation counts come from the
 engine (counter deltas around the window, or per-request fields); the tag `specexp.acceptance` says
-`measured`, `none` (no speculation) or `unavailable`.
+`measured`, `none` (no speculation) or `unavailable`. The `server_*_ms_mean` keys come from the
+engine's own latency histograms (deltas around each window); a window whose client TPOT or e2e mean is
+more than 5% away from the server's is warned about, and `client_server_gap` carries the figure.
+`engine=external` asks the server what it is (`engine.flavor`, tag `specexp.external_flavor`); what a
+plain OpenAI endpoint cannot give is named in the tag `specexp.unavailable`.
 
 ## Tags every run carries
 `specexp.sweep_id` (shared by the jobs of one multirun), `specexp.server_key` (a hash of every setting
@@ -101,8 +112,27 @@ def render() -> str:
             lines.append("")
             lines.append(f"Latencies are in milliseconds, each with the suffixes `_{'`, `_'.join(LATENCY_STATS)}`.")
         parts.append("\n".join(lines) + "\n")
+    parts.append(_peers())
     parts.append(OUTRO)
     return "\n".join(parts)
+
+
+def _peers() -> str:
+    """The table of what `vllm bench serve`, AIPerf and guidellm call each metric, and how theirs differs."""
+    lines = [
+        "## The same numbers in other tools",
+        "What `vllm bench serve`, NVIDIA AIPerf and guidellm call each latency and throughput metric, and how "
+        "theirs differs. \"ITL\" is the trap: vLLM's is specexp's `chunk_gap_ms`, AIPerf's and guidellm's is "
+        "specexp's `tpot_ms`, and specexp's `itl_ms` is per token.",
+        "",
+        "| key | vllm bench serve | AIPerf | guidellm | how they differ |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for m in METRICS:
+        if m.peers is not None:
+            p = m.peers
+            lines.append(f"| {_keys(m)} | {p.vllm} | {p.aiperf} | {p.guidellm} | {p.differs} |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,16 @@ LENGTH_STATS = ("mean", "p50", "p90")
 
 
 @dataclass(frozen=True)
+class Peers:
+    """What other benchmark tools call a metric, and how theirs differs from specexp's."""
+
+    vllm: str  # `vllm bench serve` (vllm/benchmarks/serve.py)
+    aiperf: str  # NVIDIA AIPerf
+    guidellm: str
+    differs: str
+
+
+@dataclass(frozen=True)
 class Metric:
     key: str
     header: str  # a short column header
@@ -40,6 +50,7 @@ class Metric:
     labelled: bool = False  # one key per label: <key>.<label>
     per_category: bool = False  # besides <key>, one key per prompt category: <key>.<category>
     level: str = "point"  # "point": every point's run; "sweep": the parent run
+    peers: Peers | None = None  # its equivalents in other tools (docs/METRICS.md)
 
     def names(self) -> tuple[str, ...]:
         """The concrete keys of a plain or per-statistic metric (indexed and labelled ones: the stem)."""
@@ -85,17 +96,82 @@ METRICS: tuple[Metric, ...] = (
         1,
         "mean",
         True,
-        "Σ output tokens of successful measured requests / window seconds. Per category: the category's "
-        "Σ output tokens / its Σ e2e seconds × the point's concurrency (Σ e2e / window), the throughput if "
-        "every request were like the category's; the point's value is their mean weighted by e2e time",
+        "output tokens served within the window / window seconds: the measured requests' and, in a closed "
+        "loop, those of the fillers that keep `batch` in flight until the last measured request ends (no "
+        "ramp-down). Per category: the category's Σ output tokens / its Σ e2e seconds × the point's "
+        "concurrency (Σ e2e / window), the throughput if every request were like the category's",
         _T,
         per_category=True,
+        peers=Peers(
+            "Output token throughput (`output_throughput`)",
+            "Output Token Throughput (`output_token_throughput`)",
+            "output tokens per second (`output_tokens_per_second`)",
+            "all three divide every output token by the benchmark's duration, ramp-down included: a point whose "
+            "last requests ran with fewer in flight reads lower, a faster arm's window ends sooner",
+        ),
     ),
     Metric(
-        "request_throughput", "req/s", "req/s", 2, "mean", True, "successful measured requests / window seconds", _T
+        "output_throughput_pooled",
+        "pooled tok/s",
+        "tok/s",
+        1,
+        "mean",
+        True,
+        "the point's Σ window_output_tokens / Σ window_s over its steady windows: its rate whatever its windows' "
+        "lengths (output_throughput is the mean of the windows' rates, for its interval)",
+        _T,
     ),
     Metric(
-        "total_throughput", "total tok/s", "tok/s", 1, "mean", True, "Σ (input + output) tokens / window seconds", _T
+        "request_throughput",
+        "req/s",
+        "req/s",
+        2,
+        "mean",
+        True,
+        "requests that ended ok within the window (fillers included) / window seconds",
+        _T,
+        peers=Peers(
+            "Request throughput (`request_throughput`)",
+            "Request Throughput (`request_throughput`)",
+            "requests per second (`requests_per_second`)",
+            "completed requests / the benchmark's duration, ramp-down included",
+        ),
+    ),
+    Metric(
+        "total_throughput",
+        "total tok/s",
+        "tok/s",
+        1,
+        "mean",
+        True,
+        "Σ (input + output) tokens served within the window / window seconds",
+        _T,
+        peers=Peers(
+            "Total token throughput (`total_token_throughput`)",
+            "Total Token Throughput (`total_token_throughput`)",
+            "total tokens per second (`tokens_per_second`)",
+            "over the benchmark's duration, ramp-down included",
+        ),
+    ),
+    Metric(
+        "window_s",
+        "window s",
+        "s",
+        2,
+        "sum",
+        None,
+        "the window: its first measured send to its last measured response's end",
+        _M,
+    ),
+    Metric(
+        "window_output_tokens",
+        "window tokens",
+        "count",
+        0,
+        "sum",
+        None,
+        "output tokens served within the window, fillers' included (output_throughput's numerator)",
+        _M,
     ),
     Metric(
         "decode_speed",
@@ -108,12 +184,48 @@ METRICS: tuple[Metric, ...] = (
         "then mean / median over requests",
         _T,
         stats=("mean", "p50"),
+        peers=Peers(
+            "none (1000 / Mean TPOT is its inverse of a mean)",
+            "Output Token Throughput Per User (`output_token_throughput_per_user`)",
+            "none (1000 / `inter_token_latency_ms`)",
+            "AIPerf's is the same per-request ratio; the inverse of a mean TPOT is not the mean of the speeds",
+        ),
     ),
     Metric(
-        "ttft_ms", "TTFT", "ms", 1, "mean", False, "first chunk carrying output text − request send", _L, LATENCY_STATS
+        "ttft_ms",
+        "TTFT",
+        "ms",
+        1,
+        "mean",
+        False,
+        "first chunk carrying output text − request send",
+        _L,
+        LATENCY_STATS,
+        peers=Peers(
+            "TTFT (`ttft`)",
+            "Time to First Token (`time_to_first_token`)",
+            "`time_to_first_token_ms`",
+            "the same definition; the tools differ in when a request counts as sent (after their own "
+            "serialisation) and in whether an empty first chunk counts",
+        ),
     ),
     Metric(
-        "tpot_ms", "TPOT", "ms", 2, "mean", False, "per request: (e2e − ttft) / (output tokens − 1)", _L, LATENCY_STATS
+        "tpot_ms",
+        "TPOT",
+        "ms",
+        2,
+        "mean",
+        False,
+        "per request: (e2e − ttft) / (output tokens − 1)",
+        _L,
+        LATENCY_STATS,
+        peers=Peers(
+            "TPOT (`tpot`)",
+            "Inter Token Latency (`inter_token_latency`)",
+            "`inter_token_latency_ms`",
+            "the same per-request quantity under different names: AIPerf's and guidellm's \"ITL\" is this TPOT; "
+            "guidellm's own `time_per_output_token_ms` is e2e / output tokens, TTFT included",
+        ),
     ),
     Metric(
         "itl_ms",
@@ -126,6 +238,13 @@ METRICS: tuple[Metric, ...] = (
         "counted once per token (a chunk of 3 tokens after 30 ms gives three 10 ms samples)",
         _L,
         LATENCY_STATS,
+        peers=Peers(
+            "none",
+            "none",
+            "none",
+            "no tool has it: vLLM's ITL is chunk_gap_ms, AIPerf's and guidellm's ITL is tpot_ms; equal to tpot_ms's "
+            "mean only with 1-token chunks and no spread between requests",
+        ),
     ),
     Metric(
         "chunk_gap_ms",
@@ -137,8 +256,78 @@ METRICS: tuple[Metric, ...] = (
         "the raw gap between consecutive chunks (what vLLM's and SGLang's tools call ITL)",
         _L,
         LATENCY_STATS,
+        peers=Peers(
+            "ITL (`itl`)",
+            "Inter Chunk Latency (`inter_chunk_latency`)",
+            "none",
+            "the same raw gap: a chunk carrying several tokens (speculation) is one long gap, not several short ones",
+        ),
     ),
-    Metric("e2e_ms", "E2E", "ms", 1, "mean", False, "last chunk − request send", _L, LATENCY_STATS),
+    Metric(
+        "e2e_ms",
+        "E2E",
+        "ms",
+        1,
+        "mean",
+        False,
+        "last chunk − request send",
+        _L,
+        LATENCY_STATS,
+        peers=Peers(
+            "E2EL (`e2el`)",
+            "Request Latency (`request_latency`)",
+            "`request_latency` (seconds)",
+            "the same span; guidellm reports it in seconds",
+        ),
+    ),
+    Metric(
+        "server_ttft_ms",
+        "server TTFT",
+        "ms",
+        1,
+        "mean",
+        False,
+        "the engine's own time-to-first-token histogram (vLLM, SGLang and the reference engine: "
+        "`time_to_first_token_seconds`), Δsum / Δcount around the window: from the request's arrival at the "
+        "server, so below ttft_ms by the HTTP round trip",
+        _L,
+        ("mean",),
+    ),
+    Metric(
+        "server_tpot_ms",
+        "server TPOT",
+        "ms",
+        2,
+        "mean",
+        False,
+        "the engine's `request_time_per_output_token_seconds` histogram (per finished request: decode time / "
+        "(output tokens − 1)), Δsum / Δcount around the window; compare with tpot_ms_mean",
+        _L,
+        ("mean",),
+    ),
+    Metric(
+        "server_e2e_ms",
+        "server E2E",
+        "ms",
+        1,
+        "mean",
+        False,
+        "the engine's `e2e_request_latency_seconds` histogram, Δsum / Δcount around the window",
+        _L,
+        ("mean",),
+    ),
+    Metric(
+        "server_queue_ms",
+        "server queue",
+        "ms",
+        1,
+        "mean",
+        False,
+        "the engine's queue-time histogram (vLLM `request_queue_time_seconds`, SGLang `queue_time_seconds`): "
+        "arrival to admission into the running batch",
+        _L,
+        ("mean",),
+    ),
     Metric(
         "tokens_per_chunk_mean",
         "tok/chunk",
@@ -156,10 +345,17 @@ METRICS: tuple[Metric, ...] = (
         1,
         "mean",
         None,
-        "requests in flight (send → end) over the window: time-weighted mean (Σ request durations / window seconds) "
-        "and the most at once",
+        "requests in flight (send → end, clipped to the window; a closed loop's fillers included) over the "
+        "window: time-weighted mean (Σ durations / window seconds) and the most at once; a closed loop's mean "
+        "is `batch` up to the gaps between one request's end and the next send",
         _O,
         stats=("mean", "max"),
+        peers=Peers(
+            "Peak concurrent requests (`max_concurrent_requests`, a per-second maximum)",
+            "none (`--concurrency` is the setting)",
+            "`request_concurrency`",
+            "their closed loops ramp down at the end of the benchmark, so the mean in flight is below the setting",
+        ),
     ),
     Metric(
         "offered_rate",
@@ -168,10 +364,16 @@ METRICS: tuple[Metric, ...] = (
         2,
         "mean",
         None,
-        "open loop (load=rate): the measured requests' scheduled arrivals, (n − 1) / (last arrival − first arrival); "
-        "load.rate itself, since a schedule is scaled to offer exactly that over its window (the reference "
+        "open loop (load=rate): the measured requests' scheduled arrivals, (n − 1) / (last arrival − first arrival) "
+        "= S; load.rate itself, since a schedule is scaled to offer exactly that over its window (the reference "
         "achieved_rate is read against)",
         _O,
+        peers=Peers(
+            "`--request-rate` (the setting)",
+            "`--request-rate` (the setting)",
+            "`--rate` (the setting)",
+            "specexp reports what the schedule offered beside the setting",
+        ),
     ),
     Metric(
         "achieved_rate",
@@ -180,9 +382,16 @@ METRICS: tuple[Metric, ...] = (
         2,
         "mean",
         True,
-        "open loop: successful completions, (n − 1) / (last end − first end); below offered_rate when the server "
-        "or the client's load.max_concurrency cannot keep up (the point is saturated)",
+        "open loop: successful completions over a span as long as offered_rate's, S, that starts at the first "
+        "completion (the completions after it, within S, / S): at most offered_rate by construction; below it "
+        "when the server or the client's load.max_concurrency cannot keep up (the point is saturated)",
         _O,
+        peers=Peers(
+            "Request throughput (`request_throughput`)",
+            "Request Throughput (`request_throughput`)",
+            "`requests_per_second`",
+            "completed requests / the benchmark's duration: a burst that drains can read above the offered rate",
+        ),
     ),
     Metric(
         "queue_ms",
@@ -236,7 +445,9 @@ METRICS: tuple[Metric, ...] = (
         2,
         "mean",
         True,
-        "output tokens per target verify step, bonus token included; 1.0 without speculation. Per category: "
+        "1 + accepted draft tokens / verify steps (spec_verify_steps: decode steps that verified drafts, prefill "
+        "excluded), the same on every engine; 1.0 without speculation. vLLM's own figure is the same; SGLang's "
+        "own (Σ completion tokens / Σ spec_verify_ct) counts the prefill token and reads higher. Per category: "
         "from the engine's per-request counts (reference engine, SGLang 0.5.19+)",
         _S,
         per_category=True,
@@ -259,7 +470,8 @@ METRICS: tuple[Metric, ...] = (
         2,
         "mean",
         True,
-        "accepted at draft position i / verify steps, i = 0 … k−1, where the engine reports it",
+        "accepted at draft position i / spec_verify_steps, i = 0 … k−1, where the engine reports it (vLLM's "
+        "per-position acceptance rate)",
         _S,
         indexed=True,
     ),
@@ -270,7 +482,9 @@ METRICS: tuple[Metric, ...] = (
         0,
         "sum",
         None,
-        "target verify steps in the window; the categories' counts add up to it",
+        "verify steps in the window: one sequence's decode step that verified at least one draft token (vLLM "
+        "`spec_decode_num_drafts`, SGLang `spec_verify_ct`); prefill and steps that drafted nothing excluded; "
+        "the categories' counts add up to it",
         _S,
         per_category=True,
     ),
@@ -414,6 +628,18 @@ METRICS: tuple[Metric, ...] = (
         None,
         "CPU seconds of specexp's own process (the load client) per second of the window: its share of one core; "
         "near 1 the client, not the server, may set the pace",
+        _M,
+    ),
+    Metric(
+        "client_server_gap",
+        "client/server gap",
+        "",
+        3,
+        "mean",
+        False,
+        "the largest |client / server − 1| over tpot_ms_mean and e2e_ms_mean against the engine's own histograms "
+        "(server_tpot_ms_mean, server_e2e_ms_mean); above 0.05 the point warns: the client, not the server, may be "
+        "setting the numbers. Absent when the engine publishes no histograms",
         _M,
     ),
     *(

@@ -2,6 +2,10 @@
 
 Times are the client's monotonic seconds; latencies are reported in milliseconds. Only measured
 (non-warm-up) records are passed in; failed requests count in ``requests_failed`` and nowhere else.
+A closed loop's fillers (``RequestRecord.filler``: requests that keep ``batch`` in flight until the
+window's last measured request ends) count in the window's throughput (their requests that ended and
+their tokens that arrived within the window) and nowhere else, so throughput is the server's steady
+rate at the labelled load, not a ramp-down's.
 """
 
 from __future__ import annotations
@@ -48,25 +52,58 @@ def chunk_gaps(r: RequestRecord) -> list[float]:
     return [cur.t - prev.t for prev, cur in zip(r.chunks, r.chunks[1:], strict=False)]
 
 
+def measured(records: Sequence[RequestRecord]) -> list[RequestRecord]:
+    """The window's own requests: its fillers left out."""
+    return [r for r in records if not r.filler]
+
+
+def span(records: Sequence[RequestRecord]) -> tuple[float, float] | None:
+    """The window: its first measured send to its last measured response's end; None without an end."""
+    own = measured(records)
+    ends = [r.end for r in own if r.end is not None]
+    return (min(r.send for r in own), max(ends)) if ends else None
+
+
 def window_s(records: Sequence[RequestRecord]) -> float:
-    """First measured send to the last measured response's end."""
-    ends = [r.end for r in records if r.end is not None]
-    return max(ends) - min(r.send for r in records) if ends else 0.0
+    """The window's seconds (``span``); 0 without one."""
+    bounds = span(records)
+    return bounds[1] - bounds[0] if bounds else 0.0
+
+
+def in_window(records: Sequence[RequestRecord]) -> tuple[int, int, int]:
+    """Requests that ended ok within the window, and the output and input tokens it served: the
+    measured requests' and what of the fillers arrived before the window's end."""
+    bounds = span(records)
+    done = output = prompt = 0
+    for r in records:
+        if r.filler:
+            if bounds is None:
+                continue
+            arrived = [c for c in r.chunks if c.t <= bounds[1]]
+            output += sum(c.tokens for c in arrived)
+            prompt += (r.prompt_tokens or 0) if arrived else 0
+            done += r.ok and r.end is not None and r.end <= bounds[1]
+        elif r.ok and r.chunks:
+            done, output, prompt = done + 1, output + r.output_tokens, prompt + (r.prompt_tokens or 0)
+    return done, output, prompt
 
 
 def compute(records: Sequence[RequestRecord]) -> dict[str, float]:
     """Every client-side METRICS.md key for one measured window."""
-    ok = [r for r in records if r.ok and r.chunks]
-    out: dict[str, float] = {"requests_ok": len(ok), "requests_failed": len(records) - len(ok)}
+    own = measured(records)
+    ok = [r for r in own if r.ok and r.chunks]
+    out: dict[str, float] = {"requests_ok": len(ok), "requests_failed": len(own) - len(ok)}
     output_tokens = sum(r.output_tokens for r in ok)
-    input_tokens = sum(r.prompt_tokens or 0 for r in ok)
     out["output_tokens"] = output_tokens
-    out["input_tokens"] = input_tokens
+    out["input_tokens"] = sum(r.prompt_tokens or 0 for r in ok)
     window = window_s(records)
     if window > 0:
-        out["output_throughput"] = output_tokens / window
-        out["request_throughput"] = len(ok) / window
-        out["total_throughput"] = (input_tokens + output_tokens) / window
+        done, served, prompt = in_window(records)
+        out["window_s"] = window
+        out["window_output_tokens"] = served
+        out["output_throughput"] = served / window
+        out["request_throughput"] = done / window
+        out["total_throughput"] = (prompt + served) / window
     decode_speed, tpot = [], []
     for r in ok:
         decode_s = e2e_s(r) - ttft_s(r)
@@ -91,5 +128,13 @@ def compute(records: Sequence[RequestRecord]) -> dict[str, float]:
 
 def token_source(records: Sequence[RequestRecord]) -> str:
     """``usage`` when every successful request's count came from the server, else ``chunks``."""
-    ok = [r for r in records if r.ok]
+    ok = [r for r in measured(records) if r.ok]
     return "usage" if ok and all(r.token_source == "usage" for r in ok) else "chunks"
+
+
+def pooled_throughput(windows: Sequence[dict[str, float]]) -> dict[str, float]:
+    """``output_throughput_pooled``: Σ tokens served within the windows / Σ their seconds (the point's
+    rate whatever its windows' lengths); {} when no window has a span."""
+    seconds = sum(w.get("window_s", 0.0) for w in windows)
+    tokens = sum(w.get("window_output_tokens", 0.0) for w in windows)
+    return {"output_throughput_pooled": tokens / seconds} if seconds > 0 else {}

@@ -1,15 +1,26 @@
-"""The engine's Prometheus series: vLLM's speculative-decoding counters under the ``specexp:`` prefix.
+"""The engine's Prometheus series: vLLM's speculative-decoding counters and request latency
+histograms under the ``specexp:`` prefix.
 
-Names and semantics follow vllm/v1/spec_decode/metrics.py (see specexp/engines/counters.py, which reads
-them), plus ``verify_steps``: target steps that emitted tokens for a sequence, prefill included, so that
-over any window Σ completion tokens = Δaccepted + Δverify_steps exactly.
+Names and semantics follow vllm/v1/spec_decode/metrics.py and vllm/v1/metrics/loggers.py (see
+specexp/engines/counters.py, which reads them), plus ``verify_steps``: target steps that emitted tokens
+for a sequence, prefill included, so that over any window Σ completion tokens = Δaccepted +
+Δverify_steps exactly. The histograms are observed by the HTTP front end (specexp.reference.server)
+when a request finishes, as vLLM observes its own: from the request's arrival at the server.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 PREFIX = "specexp:"
+# vLLM's request latency families (seconds) and what each times
+LATENCY_HISTOGRAMS = {
+    "time_to_first_token_seconds": "Arrival to the first token.",
+    "request_time_per_output_token_seconds": "Per request: first to last token / (output tokens - 1).",
+    "e2e_request_latency_seconds": "Arrival to the last token.",
+    "request_queue_time_seconds": "Arrival to admission into the running batch.",
+}
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
 class EngineMetrics:
@@ -34,6 +45,18 @@ class EngineMetrics:
         self.request_success = counter("request_success", "Requests finished (stop or length).")
         self.running = Gauge(PREFIX + "num_requests_running", "Sequences in the running batch.", registry=self.registry)
         self.waiting = Gauge(PREFIX + "num_requests_waiting", "Requests waiting for a slot.", registry=self.registry)
+        self.latency = {
+            name: Histogram(PREFIX + name, doc, buckets=BUCKETS, registry=self.registry)
+            for name, doc in LATENCY_HISTOGRAMS.items()
+        }
+
+    def finished(self, arrival: float, admitted: float, first: float, last: float, tokens: int) -> None:
+        """Observe one finished request's latencies (monotonic seconds), as vLLM does (0 TPOT for one token)."""
+        h = self.latency
+        h["time_to_first_token_seconds"].observe(first - arrival)
+        h["request_time_per_output_token_seconds"].observe((last - first) / (tokens - 1) if tokens > 1 else 0.0)
+        h["e2e_request_latency_seconds"].observe(last - arrival)
+        h["request_queue_time_seconds"].observe(admitted - arrival)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

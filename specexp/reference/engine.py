@@ -123,6 +123,7 @@ class BatchEngine:
         while self.waiting and len(self.running) + len(admitted) < self.max_running:
             seq = self.waiting.popleft()
             if not seq.aborted:
+                seq.admitted = time.monotonic()
                 admitted.append(seq)
         self.metrics.waiting.set(len(self.waiting))
         return admitted
@@ -246,6 +247,7 @@ class BatchEngine:
         m.verify_steps.inc(b)
         for seq, k in zip(seqs, k_list, strict=True):
             seq.drafted += k
+            seq.drafts += k > 0
         drafted = sum(k_list)
         if drafted:
             m.drafts.inc(sum(k > 0 for k in k_list))

@@ -27,6 +27,9 @@ class RequestState:
     tokens: list[int] = field(default_factory=list)  # prompt + generated so far
     draft_len: int = 0  # tokens the draft model's cache holds
     drafted: int = 0  # draft tokens proposed for this request: its share of the draft_tokens counter
+    drafts: int = 0  # its steps that carried drafts (verify steps): its share of the num_drafts counter
+    arrival: float = 0.0  # monotonic seconds it was submitted, and admitted to the running batch
+    admitted: float | None = None
     finish: str | None = None
     aborted: bool = False
 

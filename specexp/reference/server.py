@@ -8,8 +8,11 @@ Detokenization happens here, off the engine thread.
 and applies the model's chat template (specexp.reference.chat). Both stream the same events apart
 from the choice's shape. Per-request acceptance, asked with SGLang's ``return_spec_tokens_details``,
 comes in SGLang's shape (one ``{"choices": [], "sglext": {"spec_tokens_details": ...}}`` event before
-the usage event): ``spec_verify_ct`` counts this request's target steps, prefill included, exactly as
-the ``verify_steps`` counter does, so the requests' counts add up to the counters' deltas.
+the usage event): ``spec_verify_ct`` counts this request's steps that verified drafts, exactly as the
+``spec_decode_num_drafts`` counter does (and as SGLang counts: prefill excluded), and
+``spec_num_correct_drafts`` its accepted drafts, and ``spec_accepted_per_pos`` (specexp's own field)
+those by draft position, so the requests' counts add up to the counters' deltas.
+Each finished request is observed in vLLM's latency histograms (specexp.reference.counters).
 """
 
 from __future__ import annotations
@@ -88,6 +91,13 @@ UNSUPPORTED = {
     COMPLETIONS: ("n", "best_of", "stop", "logprobs", "echo", "suffix"),
     CHAT: ("n", "stop", "logprobs", "top_logprobs", "tools", "response_format", "continue_final_message"),
 }
+
+
+def accepted_at(positions: list[int], step: list[int]) -> None:
+    """Count one step's accepted drafts by position: a step of n tokens accepted drafts 0 … n − 2 (the
+    engine's own rule for its per-position counter, so the sums agree)."""
+    for i in range(len(step) - 1):
+        positions[i] += 1
 
 
 @dataclass
@@ -245,8 +255,11 @@ class ApiServer:
         except APIError as exc:
             return exc.response()
         loop = asyncio.get_running_loop()
-        events: asyncio.Queue[tuple[list[int], str | None]] = asyncio.Queue()
-        seq.emit = lambda tokens, finish: loop.call_soon_threadsafe(events.put_nowait, (tokens, finish))
+        events: asyncio.Queue[tuple[list[int], str | None, float]] = asyncio.Queue()
+        seq.emit = lambda tokens, finish: loop.call_soon_threadsafe(
+            events.put_nowait, (tokens, finish, time.monotonic())
+        )
+        seq.arrival = time.monotonic()
         self.engine.submit(seq)
         head = {"id": f"{endpoint.id_prefix}-{uuid.uuid4().hex}", "created": int(time.time())}
         head["model"] = self.settings.served_name
@@ -267,16 +280,21 @@ class ApiServer:
             "total_tokens": len(seq.tokens),
         }
 
-    def _spec_details(self, seq: RequestState, steps: int) -> dict[str, Any]:
-        """SGLang's per-request fields over this request's ``steps`` engine steps (each emitted the
-        accepted drafts plus one token, so accepted = completion - steps)."""
+    def _observe(self, seq: RequestState, first: float, last: float) -> None:
+        admitted = seq.admitted if seq.admitted is not None else seq.arrival
+        self.engine.metrics.finished(seq.arrival, admitted, first, last, len(seq.tokens) - len(seq.prompt))
+
+    def _spec_details(self, seq: RequestState, steps: int, positions: list[int]) -> dict[str, Any]:
+        """SGLang's per-request fields over this request's ``steps`` engine steps, prefill included (each
+        emitted the accepted drafts plus one token, so accepted = completion - steps)."""
         completion = len(seq.tokens) - len(seq.prompt)
         correct = completion - steps
         details = {
-            "spec_verify_ct": steps,
+            "spec_verify_ct": seq.drafts,
             "spec_num_correct_drafts": correct,
             "spec_num_proposed_drafts": seq.drafted,
-            "spec_accept_length": completion / steps if steps else 0.0,
+            "spec_accept_length": completion / seq.drafts if seq.drafts else 0.0,  # SGLang's own ratio
+            "spec_accepted_per_pos": positions,  # specexp's own: accepted at draft position i
             "spec_accept_rate": correct / seq.drafted if seq.drafted else 0.0,
         }
         return {"spec_tokens_details": details}
@@ -303,13 +321,17 @@ class ApiServer:
             opening = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
             await send({**head, "choices": [opening], **first})
             first = {}
-        steps = 0
+        steps, started, positions = 0, 0.0, [0] * self.engine.k
         while True:
-            tokens, finish = await events.get()
+            tokens, finish, at = await events.get()
             if finish == "error":
                 await send({"error": {"message": "engine failure", "type": "InternalServerError", "code": 500}})
                 break
             steps += 1
+            accepted_at(positions, tokens)
+            started = started or at
+            if finish is not None:  # observed before the client can see its last token
+                self._observe(seq, started, at)
             text = detok.add(tokens, finish is not None)
             await send({**head, "choices": [endpoint.delta(text, tokens, finish)], **first})
             first = {}
@@ -317,7 +339,7 @@ class ApiServer:
                 break
         if seq.finish != "error":
             if options.spec_details:
-                await send({**head, "choices": [], "sglext": self._spec_details(seq, steps)})
+                await send({**head, "choices": [], "sglext": self._spec_details(seq, steps, positions)})
             if options.usage:
                 await send({**head, "choices": [], "usage": self._usage(seq)})
         await send(b"[DONE]")
@@ -333,17 +355,20 @@ class ApiServer:
         head: dict[str, Any],
         options: Options,
     ) -> web.Response:
-        text, finish, steps = [], None, 0
+        text, finish, steps, started, at, positions = [], None, 0, 0.0, 0.0, [0] * self.engine.k
         while finish is None:
-            tokens, finish = await events.get()
+            tokens, finish, at = await events.get()
             steps += 1
+            accepted_at(positions, tokens)
+            started = started or at
             text.append(detok.add(tokens, finish is not None))
         if finish == "error":
             return APIError(500, "engine failure", "InternalServerError").response()
+        self._observe(seq, started, at)
         choice = endpoint.whole("".join(text), seq.tokens[len(seq.prompt) :], finish)
         body = {**head, "object": endpoint.object, "choices": [choice], "usage": self._usage(seq)}
         if options.prompt_ids:
             body["prompt_token_ids"] = seq.prompt
         if options.spec_details:
-            body["sglext"] = self._spec_details(seq, steps)
+            body["sglext"] = self._spec_details(seq, steps, positions)
         return web.json_response(body)

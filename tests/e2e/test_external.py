@@ -1,7 +1,11 @@
 """engine=external against a live reference engine the test starts: measured, never torn down,
 its API key never written anywhere."""
 
+import json
+import time
 import urllib.request
+
+import pytest
 
 from specexp.server import serve_reference as serve
 
@@ -41,9 +45,16 @@ def test_external_endpoint_is_measured_and_left_running(specexp, shared_outputs,
             assert resp.status == 200
     (logged,) = run.runs()
     m = logged.data.metrics
-    assert logged.data.tags["specexp.acceptance"] == "measured"
-    assert m["accept_length"] > 1 and 0 < m["accept_rate"] <= 1
-    assert m["spec_accepted_tokens"] + m["spec_verify_steps"] == m["output_tokens"]
+    tags = logged.data.tags
+    assert tags["specexp.acceptance"] == "measured" and tags["specexp.external_flavor"] == "specexp"
+    assert tags["specexp.token_source"] == "usage" and "specexp.unavailable" not in tags
+    # the drafter is what the user states (engine.drafter), unknown by default: never the drafter group's
+    assert tags["specexp.drafter"] == logged.data.params["drafter.name"] == "unknown"
+    windows = json.loads((run.workdir / "run" / "results.json").read_text())["windows"]
+    for w in windows:  # per window: 1 + accepted per verify step (the point's value is their mean)
+        assert w["accept_length"] == pytest.approx(1 + w["spec_accepted_tokens"] / w["spec_verify_steps"])
+    assert 0 < m["accept_rate"] <= 1
+    assert m["server_tpot_ms_mean"] > 0 and m["server_ttft_ms_mean"] > 0 and "client_server_gap" in m
     assert logged.data.params["engine.api_key_env"] == "SPECEXP_TEST_KEY"
     assert SECRET not in str(logged.data.params) and SECRET not in str(logged.data.tags)
     for path in (run.workdir / "run").rglob("*"):
@@ -57,3 +68,22 @@ def test_missing_key_variable_fails_before_anything(specexp, monkeypatch) -> Non
     run = specexp("engine=external", "engine.url=http://127.0.0.1:9", "engine.api_key_env=SPECEXP_ABSENT_KEY")
     assert run.proc.returncode == 2
     assert "engine.api_key_env" in run.proc.stderr and "export SPECEXP_ABSENT_KEY" in run.proc.stderr
+
+
+def test_an_unreachable_endpoint_fails_in_one_line_within_seconds(specexp) -> None:
+    start = time.monotonic()
+    run = specexp("engine=external", "engine.url=http://127.0.0.1:9", "engine.model_name=x")
+    assert run.proc.returncode == 2 and time.monotonic() - start < 60
+    assert "engine.url" in run.proc.stderr and "does not answer" in run.proc.stderr
+    assert "Traceback" not in run.proc.stderr
+
+
+def test_a_model_the_endpoint_does_not_serve_is_refused_naming_what_it_serves(
+    specexp, shared_outputs, tmp_path
+) -> None:
+    tiny = shared_outputs / "models" / "tiny" / "target"
+    args = ["--model", str(tiny), "--served-model-name", "remote-tiny", "--max-running-requests", "2"]
+    with serve([*args, "--num-continuous-decode-steps", "1", "--threads", "1"], tmp_path / "server.log") as url:
+        run = specexp("engine=external", f"engine.url={url}", "engine.model_name=other")
+    assert run.proc.returncode == 2 and "serves remote-tiny, not 'other'" in run.proc.stderr
+    assert "engine.model_name=remote-tiny" in run.proc.stderr and "Traceback" not in run.proc.stderr

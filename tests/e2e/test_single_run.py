@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from specexp.metrics.registry import lookup
 
 CLIENT_KEYS = [
@@ -66,9 +68,16 @@ def test_single_run_logs_every_metrics_key(specexp) -> None:
     assert m["output_throughput_ci95"] > 0 and m["client_cpu"] > 0 and m["host_load1"] >= 0
     records = [json.loads(line) for line in (run.workdir / "run" / "records.jsonl").read_text().splitlines()]
     assert sorted({r["window"] for r in records if r["window"] is not None}) == list(range(len(results["windows"])))
-    # the reference engine's counters are exact: every output token is an accepted draft or a verify step
-    assert m["spec_accepted_tokens"] + m["spec_verify_steps"] == m["output_tokens"]
+    # one definition (specexp.metrics.acceptance): 1 + accepted per verify step, from the measured
+    # requests' own counts; every output token is a prefill token, an accepted draft or a step's own token
+    measured = [r for r in records if not (r["warmup"] or r["filler"])]
+    assert m["spec_verify_steps"] == sum(r["extra"]["spec_verify_ct"] for r in measured)
+    assert m["spec_accepted_tokens"] + m["spec_verify_steps"] + m["requests_ok"] <= m["output_tokens"]
+    for w in results["windows"]:  # per window: 1 + accepted per verify step (the point's: their mean)
+        assert w["accept_length"] == pytest.approx(1 + w["spec_accepted_tokens"] / w["spec_verify_steps"])
     assert 1 < m["accept_length"] <= 5
+    assert any(r["warmup"] and r["window"] is None for r in records)  # warm-up requests are kept, marked
+    assert m["server_tpot_ms_mean"] > 0 and m["client_server_gap"] >= 0
     artifacts = {a.path for a in run.mlflow.list_artifacts(runs[0].info.run_id)}
     assert {"config.yaml", "server.json", "server.log", "records.jsonl", "results.json"} <= artifacts
 

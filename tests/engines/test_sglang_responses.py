@@ -46,7 +46,8 @@ def test_observe_keeps_spec_fields_from_the_sglext_chunk():
 def test_acceptance_sums_over_measured_requests():
     out = acceptance_metrics(ENGINE.acceptance(None, None, streamed() + streamed(warmup=True)))
     assert out["spec_verify_steps"] == 19 + 25
-    assert out["accept_length"] == pytest.approx(128 / 44)
+    # specexp's definition: 1 + accepted per verify step (SGLang's own 128 / 44 counts the prefill token)
+    assert out["accept_length"] == pytest.approx(1 + 82 / 44)
     assert (out["spec_accepted_tokens"], out["spec_draft_tokens"]) == (44 + 38, 57 + 75)
     assert out["accept_rate"] == pytest.approx(82 / 132)
 
@@ -55,7 +56,16 @@ def test_failed_and_plain_requests_do_not_count():
     records = streamed()
     records[1].error = "timeout"
     records.append(RequestRecord(index=9, send=0.0, completion_tokens=64))
-    assert acceptance_metrics(ENGINE.acceptance(None, None, records))["accept_length"] == pytest.approx(64 / 19)
+    assert acceptance_metrics(ENGINE.acceptance(None, None, records))["accept_length"] == pytest.approx(1 + 44 / 19)
+
+
+def test_without_correct_drafts_accepted_comes_from_the_tokens():
+    records = streamed()
+    for r in records:
+        del r.extra["spec_num_correct_drafts"]
+    out = acceptance_metrics(ENGINE.acceptance(None, None, records))
+    # each request: one prefill token, then (accepted + 1) per verify step: the same 82 accepted
+    assert out["spec_accepted_tokens"] == 82 and out["accept_length"] == pytest.approx(1 + 82 / 44)
 
 
 def test_counter_fallback_from_metrics_deltas():
@@ -64,7 +74,20 @@ def test_counter_fallback_from_metrics_deltas():
     for r in records:
         r.extra.clear()
     out = acceptance_metrics(ENGINE.acceptance(*(metrics(m[k]) for k in ("before", "after")), records))
-    assert out == {"spec_verify_steps": 160.0, "accept_length": pytest.approx(512 / 160)}
+    # 512 tokens: one prefill token for each of the window's 2 finished requests, the rest 160 verify steps
+    accepted = 512 - 2 - 160
+    assert out == {
+        "spec_verify_steps": 160.0,
+        "spec_accepted_tokens": accepted,
+        "accept_length": pytest.approx(1 + accepted / 160),
+    }
+
+
+def test_the_request_counter_counts_prefills_where_the_server_has_it():
+    before = {"generation_tokens": 0.0, "spec_verify_calls": 0.0, "num_requests": 0.0}
+    after = {"generation_tokens": 512.0, "spec_verify_calls": 160.0, "num_requests": 8.0}
+    out = acceptance_metrics(ENGINE.acceptance(before, after, []))
+    assert out["accept_length"] == pytest.approx(1 + (512 - 8 - 160) / 160)
 
 
 def test_no_acceptance_without_fields_or_counters():

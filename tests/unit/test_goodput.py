@@ -71,22 +71,36 @@ def test_offered_achieved_concurrency_and_queue() -> None:
     out = traffic.compute(recs)
     assert out["offered_rate"] == pytest.approx(1.0)
     ends = [r.end for r in recs]
-    assert out["achieved_rate"] == pytest.approx(3 / (ends[-1] - ends[0]))
+    # the 3 s arrival span, shifted to start at the first end: requests 1, 2 and 3 end within it
+    assert out["achieved_rate"] == pytest.approx(3 / 3.0)
     assert out["queue_ms_p50"] == pytest.approx(0.0) and out["queue_ms_mean"] == pytest.approx(300 / 4)
     assert out["concurrency_max"] == 1.0  # never two at once
     assert out["concurrency_mean"] == pytest.approx(4 * 0.5 / (ends[-1] - 0.0))
 
 
 def test_a_saturated_point_achieves_less_than_it_was_offered() -> None:
-    # ten arrivals 0.1 s apart, served one at a time in 0.5 s each: completions 0.5 s apart
+    # forty arrivals 0.1 s apart, served one at a time in 0.5 s each: completions 0.5 s apart
     recs = []
-    for i in range(10):
+    for i in range(40):
         send = max(i * 0.1, 0.5 * i)
         recs.append(record(i, i * 0.1, send, ttft=0.1, tpot=0.1))
     out = traffic.compute(recs)
     assert out["offered_rate"] == pytest.approx(10.0)
-    assert out["achieved_rate"] == pytest.approx(2.0)
+    # within the 3.9 s after the first end (0.5 s): the ends at 1.0, 1.5, ... 4.0
+    assert out["achieved_rate"] == pytest.approx(7 / 3.9)
     assert out["queue_ms_p99"] > 3000
+
+
+def test_achieved_never_exceeds_offered_when_a_burst_drains() -> None:
+    # a burst: arrivals at 0, 0.01, 0.02, then 1.0; the first three are slow, the last one fast, so the
+    # ends come closer together than the arrivals (the old estimator read twice the offered rate)
+    recs = [
+        record(i, a, a, ttft=t, tpot=0.0, tokens=1)
+        for i, (a, t) in enumerate([(0, 0.9), (0.01, 0.9), (0.02, 0.9), (1.0, 0.01)])
+    ]
+    out = traffic.compute(recs)
+    assert out["offered_rate"] == pytest.approx(3 / 1.0)
+    assert out["achieved_rate"] <= out["offered_rate"]
 
 
 def test_overlap_counts_requests_in_flight_at_once() -> None:
@@ -94,3 +108,15 @@ def test_overlap_counts_requests_in_flight_at_once() -> None:
     out = traffic.compute(recs)
     assert out["concurrency_max"] == 3.0
     assert "offered_rate" not in out and "queue_ms_mean" not in out  # a closed loop offers no schedule
+
+
+def test_concurrency_counts_fillers_and_clips_to_the_window() -> None:
+    # two streams: measured 0 → 1 and 0 → 0.5, then a filler 0.5 → 2 on the stream that finished first
+    recs = [record(0, None, 0.0, ttft=0.1, tpot=0.225), record(1, None, 0.0, ttft=0.1, tpot=0.1)]
+    filler = record(2, None, 0.5, ttft=0.1, tpot=0.35)
+    filler.filler = True
+    out = traffic.compute([*recs, filler])
+    assert recs[0].end == pytest.approx(1.0) and recs[1].end == pytest.approx(0.5)
+    assert out["concurrency_mean"] == pytest.approx(2.0)  # the filler counts up to the window's end only
+    assert out["concurrency_max"] == 2.0
+    assert traffic.compute(recs)["concurrency_mean"] == pytest.approx(1.5)  # without it: a ramp-down

@@ -56,3 +56,39 @@ def test_all_failed_has_no_rates() -> None:
     m = requests.compute([RequestRecord(0, send=0.0, end=1.0, error="boom")])
     assert m["requests_ok"] == 0 and "output_throughput" in m and m["output_throughput"] == 0.0
     assert "ttft_ms_mean" not in m
+
+
+def with_fillers() -> list[RequestRecord]:
+    """Two measured requests (window 0.0 → 0.5) and two fillers keeping the load up: one that ended
+    within the window, one cut after it with a token past the window's end."""
+    measured = [
+        RequestRecord(0, send=0.0, end=0.5, prompt_tokens=4, chunks=[Chunk(0.2, 1), Chunk(0.5, 1)]),
+        RequestRecord(1, send=0.0, end=0.3, prompt_tokens=4, chunks=[Chunk(0.1, 1), Chunk(0.3, 1)]),
+    ]
+    done = RequestRecord(2, send=0.3, end=0.45, prompt_tokens=4, filler=True, chunks=[Chunk(0.4, 1), Chunk(0.45, 2)])
+    done.finish_reason = "length"
+    cut = RequestRecord(3, send=0.45, end=0.6, prompt_tokens=4, filler=True, error="cut", chunks=[Chunk(0.48, 1)])
+    cut.chunks.append(Chunk(0.55, 5))  # after the window's end: not served within it
+    return [*measured, done, cut]
+
+
+def test_fillers_count_in_throughput_within_the_window_only() -> None:
+    m = requests.compute(with_fillers())
+    assert m["window_s"] == pytest.approx(0.5)
+    assert m["window_output_tokens"] == 4 + 3 + 1  # measured, the done filler, the cut one's first token
+    assert m["output_throughput"] == pytest.approx(8 / 0.5)
+    assert m["request_throughput"] == pytest.approx(3 / 0.5)  # the measured two and the filler that ended
+    assert m["total_throughput"] == pytest.approx((8 + 4 * 4) / 0.5)
+
+
+def test_fillers_never_count_in_latencies_or_counts() -> None:
+    m = requests.compute(with_fillers())
+    assert m["requests_ok"] == 2 and m["requests_failed"] == 0 and m["output_tokens"] == 4
+    assert m["ttft_ms_mean"] == pytest.approx(150.0)
+    assert m["e2e_ms_mean"] == pytest.approx(400.0)
+
+
+def test_the_pooled_throughput_weighs_windows_by_their_length() -> None:
+    windows = [{"window_s": 1.0, "window_output_tokens": 100.0}, {"window_s": 3.0, "window_output_tokens": 100.0}]
+    assert requests.pooled_throughput(windows) == {"output_throughput_pooled": 50.0}  # the mean of rates: 66.7
+    assert requests.pooled_throughput([{}]) == {}

