@@ -36,6 +36,7 @@ def run_grid(sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[
     run.name, run.params = sweep_name(first, what), sweep_params(first, what)
     if "batch" in what and what.keys() & {"drafter.num_steps", "drafter.fixed_depth"}:  # depth x batch: a schedule
         run.summarize = lambda: schedule.add_to(({}, [], []), run.points(), run.sweep_dir)
+        run.settings = [k for k in ("drafter.fixed_depth",) if k in what]  # validate_schedule: which arm
     sweeper.record(run, first, lambda run: sweeper.launch(run, jobs))
     if any(r.status not in ("ok", "dry_run") for r in run.points()):
         raise SweepFailed(1)

@@ -55,6 +55,8 @@ def test_validate_schedule_runs_each_arm_and_judges_the_schedule(specexp, tmp_pa
     assert ["--schedule", "[[1, 1, 2], [2, 2, 1]]"] in [
         a[a.index("--schedule") : a.index("--schedule") + 2] for a in argvs if "--schedule" in a
     ]
+    header = (run.workdir / "multirun" / "summary.csv").read_text().splitlines()[0]
+    assert "drafter.fixed_depth" in header.split(",")  # the table tells the schedule from its fixed depths
     verdict = (run.workdir / "multirun" / "verdict.txt").read_text()
     assert "schedule drafter.schedule=[[1,1,2],[2,2,1]] against the best static depth:" in verdict
     assert "batch 1: the schedule (depth 2)" in verdict and "batch 2: the schedule (depth 1)" in verdict
