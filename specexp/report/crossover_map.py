@@ -71,9 +71,10 @@ def draw_map(rows: Sequence[PointResult], path: Path, speedups: Speedups = speed
         bands.append((min(max(lo, batches[0]), batches[-1]), max(min(hi, batches[-1]), batches[0])))
         point = crossover([(x, e.value) for x, e in points.items()])
         lines.append(point if point is not None else (batches[-1] if lo == math.inf else batches[0]))
-    ax.fill_betweenx(
-        centres, [b[0] for b in bands], [b[1] for b in bands], color="black", alpha=0.15, hatch="//", label="95% band"
-    )
+    los, his = [b[0] for b in bands], [b[1] for b in bands]
+    ax.fill_betweenx(centres, los, his, color="black", alpha=0.1, linewidth=0, label="95% band")
+    for edge in (los, his):  # the band's edges drawn, so a wide band leaves the colours readable
+        ax.plot(edge, centres, color="black", linewidth=1, linestyle="--")
     ax.plot(lines, centres, color="black", linewidth=2, marker="D", markersize=5, label="break-even (speedup 1)")
     ax.set_xscale("log", base=2)
     ticks = [2**k for k in range(math.ceil(lo_x), math.floor(hi_x) + 1)]
