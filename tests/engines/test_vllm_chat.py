@@ -25,7 +25,7 @@ VLLM = [f"engine.python={VLLM_PYTHON}", "engine.enforce_eager=true", "engine.dty
 def measured(run_dir: Path) -> tuple[dict, list[dict]]:
     results = json.loads((run_dir / "results.json").read_text())
     records = [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
-    return results, [r for r in records if not r["warmup"]]
+    return results, [r for r in records if not (r["warmup"] or r["filler"])]
 
 
 @pytest.mark.timeout(900)

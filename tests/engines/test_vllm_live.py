@@ -30,7 +30,7 @@ def points(sweep_dir: Path) -> dict[tuple[str, str, int], dict]:
     for results in sweep_dir.glob("*/results.json"):
         r = json.loads(results.read_text())
         records = [json.loads(line) for line in (results.parent / "records.jsonl").read_text().splitlines()]
-        r["records"] = [rec for rec in records if not rec["warmup"]]
+        r["records"] = [rec for rec in records if not (rec["warmup"] or rec["filler"])]
         p = r["params"]
         out[(p["engine.name"], p["drafter.name"], p["batch"])] = r
     return out

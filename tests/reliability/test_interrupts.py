@@ -97,4 +97,5 @@ def test_batch_128_on_the_tiny_model_completes_with_every_request_ok(ws) -> None
     results = json.loads((folder / "results.json").read_text())
     assert results["metrics"]["requests_ok"] >= 128 and results["metrics"]["requests_failed"] == 0
     records = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
-    assert len(records) >= 128 and all(r["error"] is None for r in records)  # every window's requests
+    measured = [r for r in records if not r["filler"]]  # fillers still running at a window's end are cut
+    assert len(measured) >= 128 and all(r["error"] is None for r in measured)  # every window's requests
