@@ -7,6 +7,7 @@ anything is sent anywhere; a failing point is recorded as failed (with the serve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -28,6 +29,7 @@ from specexp.config import Config, ConfigError, TrackingConfig
 from specexp.console import load_progress
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
+from specexp.load import progress
 from specexp.load.arrivals import arrival_times
 from specexp.load.client import run_closed_loop, run_open_loop
 from specexp.load.host import CLIENT_CPU_WARNING, HostSample, noise
@@ -141,21 +143,47 @@ def check_files(cfg: Config) -> None:
     check_workload(cfg.workload)
 
 
-class ServerExited(RuntimeError):
+class ServerLost(RuntimeError):
+    """The server a point was using is gone or cannot be trusted: its records so far are partial."""
+
+
+class ServerExited(ServerLost):
     """The launched server's process ended while a point was using it."""
+
+
+class EngineStalled(ServerLost):
+    """Requests waited on the server and nothing came back for engine.stall_s: it was killed."""
 
 
 T = TypeVar("T")
 
+# How long a refused or reset connection waits for the server's process to be seen ending, before
+# it counts as the requests' own failure: the client can see the socket close first.
+EXIT_GRACE_S = 3.0
 
-async def watched(work: Awaitable[T], srv: server.Server, phase: str) -> T:
-    """``work``, unless the server process exits first: then ServerExited, naming the exit code,
-    ``phase`` and the log's tail (what the records would otherwise hide as connection errors)."""
-    task = asyncio.ensure_future(work)
+
+async def watched(
+    work: Awaitable[T], srv: server.Server, phase: str, stall_s: float | None = None, one_request: bool = False
+) -> T:
+    """``work``, unless the server process exits first (ServerExited, naming the exit code, ``phase``
+    and the log's tail: what the records would otherwise hide as connection errors), or requests
+    wait on it for ``stall_s`` with nothing back (EngineStalled; its process group is killed). A work
+    that is not a load (a counters read: ``one_request``) is itself the one request waited on."""
+    clock = progress.Progress()
+    with progress.watching(clock):
+        task = asyncio.ensure_future(_as_request(work, clock) if one_request else work)
     while not task.done():
-        await asyncio.wait({task}, timeout=0.5)
+        await asyncio.wait({task}, timeout=0.25)
         if not srv.alive():
             break
+        if stall_s is not None and clock.stalled(stall_s):
+            error = stalled(srv, phase, stall_s, clock)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise error
+    failed = task.done() and not task.cancelled() and task.exception() is not None
+    if srv.alive() and (clock.connection_error or failed) and srv.process is not None:
+        await asyncio.to_thread(_ended_within, srv.process, EXIT_GRACE_S)  # refused: has it died?
     if srv.alive():
         return task.result()
     task.cancel()
@@ -164,6 +192,29 @@ async def watched(work: Awaitable[T], srv: server.Server, phase: str) -> T:
     name = f" ({signal.Signals(-code).name})" if code is not None and code < 0 else ""
     tail = server.log_tail(srv.log_path) if srv.log_path else "(no log)"
     raise ServerExited(f"server exited with code {code}{name} {phase}; log tail:\n{tail}")
+
+
+async def _as_request(work: Awaitable[T], clock: progress.Progress) -> T:
+    with clock.request():
+        return await work
+
+
+def _ended_within(process: Any, seconds: float) -> None:
+    with contextlib.suppress(Exception):
+        process.wait(timeout=seconds)
+
+
+def stalled(srv: server.Server, phase: str, stall_s: float, clock: progress.Progress) -> EngineStalled:
+    """The stalled server killed (the next point gets a fresh one; its requests fail at once), and
+    what was seen, in words."""
+    state = server.process_state(srv.process.pid) if srv.process else "unknown (not launched by specexp)"
+    waiting = f"{clock.in_flight} request{'s' * (clock.in_flight != 1)} in flight"
+    tail = server.log_tail(srv.log_path) if srv.log_path else "(no log)"
+    server.discard(srv)
+    return EngineStalled(
+        f"engine stalled: no token for {clock.idle_s():.0f} s with {waiting} {phase} (engine.stall_s="
+        f"{stall_s:g}); process state: {state}; its process group was killed; log tail:\n{tail}"
+    )
 
 
 @dataclass
@@ -190,6 +241,7 @@ async def measure_windows(
     everything it got."""
     w = cfg.workload
     base_url = srv.base_url
+    stall_s = cfg.engine.stall_s
     shape = request_shape(w, srv.served_name or cfg.model.api_name, engine.request_fields(cfg))
     timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s)
     connector = aiohttp.TCPConnector(limit=0)
@@ -197,13 +249,15 @@ async def measure_windows(
         warm = make_prompts(w, w.warmups(cfg.streams), f"{stream}/warmup", warmup=True)
         if warm:
             load = run_closed_loop(http, base_url, shape, warm, cfg.streams, engine.observe, warmup=True)
-            await watched(load, srv, "during warm-up")
+            await watched(load, srv, "during warm-up", stall_s)
         start = time.monotonic()
         while more_windows([m.metrics.get(TREND_KEY, 0.0) for m in windows], cfg.measure, time.monotonic() - start):
             index = len(windows)
             items = make_prompts(w, w.measured(cfg.streams), f"{stream}/window{index}")
             with window():
-                before = await watched(engine.read_counters(http, base_url), srv, "before a measured window")
+                before = await watched(
+                    engine.read_counters(http, base_url), srv, "before a measured window", stall_s, True
+                )
                 host = HostSample.now()
                 turns = sum(len(c.turns) for c in items)
                 with load_progress(turns, f"{load_label(cfg)} window {index + 1}") as on_done:
@@ -222,9 +276,11 @@ async def measure_windows(
                         load = run_open_loop(http, base_url, shape, items, arrivals, cap, engine.observe, keep)
                     else:
                         load = run_closed_loop(http, base_url, shape, items, cfg.batch, engine.observe, keep)
-                    records = await watched(load, srv, "during a measured window")
+                    records = await watched(load, srv, "during a measured window", stall_s)
                 context = noise(host, HostSample.now())
-                after = await watched(engine.read_counters(http, base_url), srv, "after a measured window")
+                after = await watched(
+                    engine.read_counters(http, base_url), srv, "after a measured window", stall_s, True
+                )
             for record in records:
                 record.window = index
             received.clear()  # this window's records now live in its Window
@@ -350,6 +406,7 @@ def run(
             cfg.engine.startup_timeout_s,
             engine.headers(cfg),
             identity,
+            cfg.engine.stall_s,
         )
         if reused:
             log_path, server_log_start = srv.log_path or log_path, srv.log_size()
@@ -411,11 +468,14 @@ def run(
     except ConfigError as exc:  # the engine's own parser refused the argv: nothing was started
         log.error("%s", exc)
         result.status, result.error = "failed", f"ConfigError: {exc}"
-    except ServerExited as exc:  # the evidence: what was received, the exit code, the log's tail
+    except ServerLost as exc:  # the evidence: what was received, the exit code or state, the log's tail
         log.error("%s", exc)
         result.status, result.error = "failed", f"{exc} ({len(records)} records kept, marked partial)"
         if records:
             result.tags["specexp.records"] = "partial"
+        if windows:  # the windows that finished keep their metrics
+            result.windows = [m.metrics for m in windows]
+            result.metrics |= aggregate(result.windows, cfg.measure)
     except Exception as exc:  # a failing point is recorded and the sweep goes on
         log.exception("point failed")
         result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
