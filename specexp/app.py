@@ -7,6 +7,7 @@ order (specexp.sweep.runner) and returns their results.
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -89,5 +90,8 @@ def multirun_last(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
+    # A log line that cannot be written (Hydra's log file on a full disk) is lost, not a traceback:
+    # what went wrong is said on the console, and the results say it too.
+    logging.raiseExceptions = False
     sys.argv[1:] = multirun_last(sys.argv[1:])
     _hydra_main()

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, TypeVar
 import aiohttp
 from omegaconf import DictConfig, OmegaConf
 
-from specexp import checks, secrets, server, tracking
+from specexp import atomic, checks, secrets, server, tracking
 from specexp.config import Config, ConfigError, TrackingConfig
 from specexp.console import load_progress
 from specexp.engines import adapter
@@ -320,8 +320,8 @@ def measured_window(cfg: Config, result: PointResult, span: list[int]) -> Iterat
             result.run_id = tracking.open_point(
                 cfg.tracking, Path(cfg.outputs), run_name(cfg), cfg.sweep_id, start, point_id
             )
-        except Exception:  # the point goes on; its run is created when it ends
-            log.exception("could not open the point's MLflow run")
+        except Exception as exc:  # the point goes on; its run is created when it ends
+            log.error("could not open the point's MLflow run (%s)", tracking.store_message(exc))
     span[:1] = span[:1] or [start]
     try:
         with tracking.system_metrics(cfg.tracking, result.run_id):
@@ -380,7 +380,6 @@ def run(
     if cfg.workload.synthetic and cfg.drafter.speculative:
         warn_synthetic(cfg.workload.name)
     config = OmegaConf.to_container(raw, resolve=True)
-    (job_dir / "config.yaml").write_text(OmegaConf.to_yaml(secrets.scrub_data(config)))
     server_log_start = 0
     launch = server.launch_id()
     log_path = Path(cfg.outputs).resolve() / "servers" / f"{time.strftime('%Y%m%d-%H%M%S')}-{key}-{launch}.log"
@@ -389,6 +388,7 @@ def run(
     records: list[RequestRecord] = []
     span: list[int] = []  # the measured windows, ms since the epoch: the run's start and end
     try:
+        atomic.write_text(job_dir / "config.yaml", OmegaConf.to_yaml(secrets.scrub_data(config)))
         ensure_models(cfg)
         preflight(cfg)
         port = cfg.engine.port or server.free_port(cfg.engine.host)
@@ -477,27 +477,50 @@ def run(
             result.windows = [m.metrics for m in windows]
             result.metrics |= aggregate(result.windows, cfg.measure)
     except Exception as exc:  # a failing point is recorded and the sweep goes on
-        log.exception("point failed")
-        result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
+        if atomic.is_write_error(exc):  # said in one line: the disk, not specexp, needs fixing
+            log.error("%s: the point is recorded as failed", atomic.reason(exc))
+            result.status, result.error = "failed", atomic.reason(exc)
+        else:
+            log.exception("point failed")
+            result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
     finally:
         result.tags["specexp.status"] = result.status
-        _save_server_log(log_path, server_log_start, job_dir)
-        _write_records(job_dir / "records.jsonl", records)
-        _write_json(job_dir / RESULTS, result.to_json())
+        _save(result, job_dir, log_path, server_log_start, records)
         _track(cfg, result, job_dir, span[1] if len(span) > 1 else None)
     return result
 
 
 RESULTS = "results.json"
+ERROR_TAG = "specexp.error"  # why a point failed, on its run
 ARTIFACTS = ("config.yaml", "server.json", "server_info.json", "server.log", "records.jsonl", RESULTS)
 
 
+def _save(result: PointResult, job_dir: Path, log_path: Path, log_start: int, records: list[RequestRecord]) -> None:
+    """The point's files, each whole or not at all; when one cannot be written (a full disk, an I/O
+    error, a permission) the point fails naming it, and results.json says so if it still fits: no
+    point is ok with its data missing."""
+    try:
+        _save_server_log(log_path, log_start, job_dir)
+        _write_records(job_dir / "records.jsonl", records)
+        _write_json(job_dir / RESULTS, result.to_json())
+    except OSError as exc:
+        problem = atomic.reason(exc)
+        log.error("%s: the point is recorded as failed", problem)
+        result.status, result.error = (
+            "failed",
+            f"{problem}" + (f"; before that: {result.error}" if result.error else ""),
+        )
+        result.tags["specexp.status"] = result.status
+        with contextlib.suppress(OSError):
+            _write_json(job_dir / RESULTS, result.to_json())
+
+
 def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(secrets.scrub_data(data), indent=2, default=str))
+    atomic.write_text(path, json.dumps(secrets.scrub_data(data), indent=2, default=str))
 
 
 def _write_records(path: Path, records: list[RequestRecord]) -> None:
-    with path.open("w") as f:
+    with atomic.replacing(path) as tmp, tmp.open("w") as f:
         for r in records:
             f.write(json.dumps(r.to_json()) + "\n")
 
@@ -509,7 +532,7 @@ def _save_server_log(log_path: Path, start: int, job_dir: Path) -> None:
     with log_path.open("rb") as f:
         f.seek(start)
         text = f.read().decode(errors="surrogateescape")
-    (job_dir / "server.log").write_text(secrets.scrub(text), errors="surrogateescape")
+    atomic.write_text(job_dir / "server.log", secrets.scrub(text), errors="surrogateescape")
 
 
 def _track(cfg: Config, result: PointResult, job_dir: Path, end_time: int | None) -> None:
@@ -517,8 +540,8 @@ def _track(cfg: Config, result: PointResult, job_dir: Path, end_time: int | None
         return
     try:
         upload(cfg.tracking, Path(cfg.outputs), result, job_dir, end_time)
-    except Exception:  # the results are on disk: specexp.sync uploads them later
-        log.exception("MLflow logging failed; results kept in %s", job_dir)
+    except Exception as exc:  # the results are on disk: specexp.sync uploads them later
+        log.error("MLflow logging failed (%s); results kept in %s", tracking.store_message(exc), job_dir)
 
 
 def upload(
@@ -533,14 +556,15 @@ def upload(
         run_name=result.tags.get("mlflow.runName", job_dir.name),
         metrics=result.metrics,
         params=result.params,
-        tags=result.tags,
+        tags=result.tags | ({ERROR_TAG: result.error[:5000]} if result.error else {}),
         artifacts=[job_dir / n for n in ARTIFACTS],
         status={"ok": "FINISHED", "failed": "FAILED"}.get(result.status, "KILLED"),
         sweep_id=result.tags.get("specexp.sweep_id") or None,
         run_id=result.run_id,
         end_time=end_time,
     )
-    _write_json(job_dir / RESULTS, result.to_json())
+    with contextlib.suppress(OSError):  # the run is found by the point's id all the same
+        _write_json(job_dir / RESULTS, result.to_json())
     return result.run_id
 
 

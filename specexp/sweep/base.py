@@ -31,7 +31,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from specexp import secrets, server, tracking
+from specexp import atomic, secrets, server, tracking
 from specexp.config import Config
 from specexp.configstore import run_id, to_config
 from specexp.console import console, invalid_config_exits
@@ -274,7 +274,11 @@ class LaunchingSweeper(Sweeper):
         summary written."""
         multirun = run.sweep_dir / "multirun.yaml"
         if not multirun.exists():  # a resumed sweep keeps the record of how it started
-            multirun.write_text(secrets.scrub(OmegaConf.to_yaml(self.config)))
+            try:
+                atomic.write_text(multirun, secrets.scrub(OmegaConf.to_yaml(self.config)))
+            except OSError as exc:  # nothing started yet: nothing to record
+                console.print(f"[red]cannot write the sweep's folder[/red]: {atomic.reason(exc)}", soft_wrap=True)
+                raise SystemExit(1) from None
         if not first.dry_run:
             with invalid_config_exits():
                 tracking.check(first.tracking, Path(first.outputs))
@@ -304,3 +308,5 @@ class LaunchingSweeper(Sweeper):
             if run.recorder is not None:
                 extra_metrics, extra_files, answer = run.summarize() if run.summarize else ({}, [], [])
                 run.recorder.finish(run.points(), interrupted, extra_metrics, extra_files, answer)
+        if run.recorder is not None and run.recorder.disk_error is not None:  # said by finish
+            raise SystemExit(tracking.TRACKING_FAILED if run.recorder.untracked else 1)

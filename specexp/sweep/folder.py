@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from specexp import atomic
 from specexp.config import ConfigError
 from specexp.result import PointResult
 
@@ -30,9 +31,7 @@ def read_record(folder: Path) -> dict[str, Any] | None:
 
 
 def write_record(folder: Path, record: dict[str, Any]) -> None:
-    tmp = folder / f".{RECORD}.tmp"
-    tmp.write_text(json.dumps(record, indent=2))
-    tmp.replace(folder / RECORD)
+    atomic.write_text(folder / RECORD, json.dumps(record, indent=2))
 
 
 def find(resume: str, outputs: Path) -> Path:
