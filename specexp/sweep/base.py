@@ -234,6 +234,9 @@ class LaunchingSweeper(Sweeper):
         sweep_dir = sweep_dir or Path(self.config.hydra.sweep.dir)
         record = folder.read_record(sweep_dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        for job_dir, why in folder.broken(sweep_dir).items():  # measured again, like an unfinished attempt
+            aside = runner.set_aside(job_dir)
+            console.print(f"{job_dir / folder.RESULTS} cannot be read ({why}): set aside as {aside}", soft_wrap=True)
         # Job folders go here: every job's config is composed again from the master's hydra overrides.
         quoted = "'" + str(sweep_dir).replace("\\", "\\\\").replace("'", "\\'") + "'"
         with read_write(self.config), open_dict(self.config):
