@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, TypeVar
 import aiohttp
 from omegaconf import DictConfig, OmegaConf
 
-from specexp import atomic, checks, secrets, server, tracking
+from specexp import atomic, checks, secrets, server, signals, tracking
 from specexp.config import Config, ConfigError, TrackingConfig
 from specexp.console import load_progress
 from specexp.engines import adapter
@@ -172,15 +172,20 @@ async def watched(
     clock = progress.Progress()
     with progress.watching(clock):
         task = asyncio.ensure_future(_as_request(work, clock) if one_request else work)
-    while not task.done():
-        await asyncio.wait({task}, timeout=0.25)
-        if not srv.alive():
-            break
-        if stall_s is not None and clock.stalled(stall_s):
-            error = stalled(srv, phase, stall_s, clock)
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            raise error
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=0.25)
+            if not srv.alive():
+                break
+            if stall_s is not None and clock.stalled(stall_s):
+                error = stalled(srv, phase, stall_s, clock)
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise error
+    except asyncio.CancelledError:  # Ctrl-C: the load ends here, before its HTTP session does
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise
     failed = task.done() and not task.cancelled() and task.exception() is not None
     if srv.alive() and (clock.connection_error or failed) and srv.process is not None:
         await asyncio.to_thread(_ended_within, srv.process, EXIT_GRACE_S)  # refused: has it died?
@@ -485,8 +490,9 @@ def run(
             result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
     finally:
         result.tags["specexp.status"] = result.status
-        _save(result, job_dir, log_path, server_log_start, records)
-        _track(cfg, result, job_dir, span[1] if len(span) > 1 else None)
+        with signals.deferred():  # a second Ctrl-C does not cut the point's record short
+            _save(result, job_dir, log_path, server_log_start, records)
+            _track(cfg, result, job_dir, span[1] if len(span) > 1 else None)
     return result
 
 

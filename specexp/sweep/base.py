@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import copy
 import queue
+import shlex
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +33,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from specexp import atomic, secrets, server, tracking
+from specexp import atomic, secrets, server, signals, tracking
 from specexp.config import Config
 from specexp.configstore import run_id, to_config
 from specexp.console import console, invalid_config_exits
@@ -76,6 +78,15 @@ class SweepRun:
     def update(self, live: Sequence[PointResult] = ()) -> None:
         if self.recorder is not None:
             self.recorder.update(self.points(live))
+
+
+def interrupt_line(run: SweepRun) -> str:
+    """What an interrupted sweep kept and how to go on, in one line."""
+    points = run.points()
+    kept = sum(r.ok for r in points)
+    overrides = [a for a in sys.argv[1:] if a not in ("-m", "--multirun") and not a.startswith("resume=")]
+    again = shlex.join(["python", "-m", "specexp", *overrides, f"resume={run.sweep_id}", "-m"])
+    return f"interrupted: {kept} of {len(points)} points kept in {run.sweep_dir}; resume with: {again}"
 
 
 class LaunchingSweeper(Sweeper):
@@ -255,6 +266,15 @@ class LaunchingSweeper(Sweeper):
         return run
 
     @staticmethod
+    def _end(run: SweepRun, interrupted: bool) -> None:
+        """No server left running and the summary written, a second Ctrl-C meanwhile held off."""
+        with signals.deferred(reraise=not interrupted):
+            server.stop()
+            if run.recorder is not None:
+                extra_metrics, extra_files, answer = run.summarize() if run.summarize else ({}, [], [])
+                run.recorder.finish(run.points(), interrupted, extra_metrics, extra_files, answer)
+
+    @staticmethod
     def job_arguments(arguments: Sequence[str]) -> list[str]:
         """The command line's overrides for the jobs: ``resume`` belongs to the sweep, not its points."""
         return [a for a in arguments if not a.lstrip("+").startswith("resume=")]
@@ -302,14 +322,14 @@ class LaunchingSweeper(Sweeper):
                 raise SystemExit(tracking.TRACKING_FAILED) from None
             if run.earlier:  # a resumed sweep: uploads an interrupt cut short are completed
                 run.earlier = run.recorder.completed()
-        interrupted = True
         try:
             body(run)
-            interrupted = False
-        finally:
-            server.stop()
-            if run.recorder is not None:
-                extra_metrics, extra_files, answer = run.summarize() if run.summarize else ({}, [], [])
-                run.recorder.finish(run.points(), interrupted, extra_metrics, extra_files, answer)
+        except KeyboardInterrupt:
+            self._end(run, interrupted=True)
+            raise signals.Interrupted(interrupt_line(run)) from None
+        except BaseException:
+            self._end(run, interrupted=True)
+            raise
+        self._end(run, interrupted=False)
         if run.recorder is not None and run.recorder.disk_error is not None:  # said by finish
             raise SystemExit(tracking.TRACKING_FAILED if run.recorder.untracked else 1)
