@@ -7,6 +7,7 @@ order (specexp.sweep.runner) and returns their results.
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from specexp import checks, help, point, server, tracking
+from specexp import checks, help, point, server, signals, tracking
 from specexp.config import Config, ConfigError
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.console import console, invalid_config_exits, points_table, single_run_notes
@@ -42,7 +43,16 @@ def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
         cfg = to_config(raw)
     if cfg.dry_run:
         return point.show(cfg, raw).to_json()
-    result = point.run(cfg, raw, job_dir, hc.job.num if not single else 0)
+    try:
+        result = point.run(cfg, raw, job_dir, hc.job.num if not single else 0)
+    except KeyboardInterrupt:
+        if not single:
+            raise
+        with signals.deferred(reraise=False):
+            server.stop()
+        raise signals.Interrupted(
+            f"interrupted: the point was not finished; what it received is in {job_dir}"
+        ) from None
     if single:
         server.stop()
         console.print(points_table(summary_rows([result]), f"results in {result.job_dir}"))
@@ -92,5 +102,12 @@ def multirun_last(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
+    # A log line that cannot be written (Hydra's log file on a full disk) is lost, not a traceback:
+    # what went wrong is said on the console, and the results say it too.
+    logging.raiseExceptions = False
     sys.argv[1:] = multirun_last(sys.argv[1:])
-    _hydra_main()
+    try:
+        _hydra_main()
+    except KeyboardInterrupt as exc:  # the record is complete: one line, no traceback
+        console.print(str(exc) or "interrupted", soft_wrap=True, markup=False)
+        raise SystemExit(signals.EXIT_CODE) from None

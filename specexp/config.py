@@ -60,6 +60,10 @@ class EngineConfig:
     host: str = "127.0.0.1"
     port: int | None = None  # None: a free port
     startup_timeout_s: float = 600.0
+    # Seconds with requests in flight and not a token back (or, starting up, the server's processes
+    # stopped or idle with a silent log) before the engine counts as hung: the point fails naming it,
+    # the server's process group is killed, and the next point gets a fresh server.
+    stall_s: float = 30.0
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     # Concurrency the server must admit; None: the largest batch (or load.max_concurrency) of this
@@ -76,6 +80,8 @@ class EngineConfig:
             raise ConfigError("engine.gpus", f"{self.gpus} < 0", "use 0 (CPU), a GPU count, or null")
         if self.startup_timeout_s <= 0:
             raise ConfigError("engine.startup_timeout_s", "must be > 0", "give a positive number of seconds")
+        if not 0 < self.stall_s < math.inf:
+            raise ConfigError("engine.stall_s", f"{self.stall_s} is not a positive number of seconds", "e.g. 30")
         if self.port is not None and not 0 < self.port < 65536:
             raise ConfigError("engine.port", f"{self.port} is not a TCP port", "use 1-65535, or null for a free one")
         for key in self.env:

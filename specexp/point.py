@@ -7,6 +7,7 @@ anything is sent anywhere; a failing point is recorded as failed (with the serve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -23,10 +24,11 @@ from typing import Any, NamedTuple, TypeVar
 import aiohttp
 from omegaconf import DictConfig, OmegaConf
 
-from specexp import checks, live, secrets, server, tracking
+from specexp import atomic, checks, live, secrets, server, signals, tracking
 from specexp.config import Config, ConfigError, TrackingConfig
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
+from specexp.load import progress
 from specexp.load.arrivals import arrival_times
 from specexp.load.client import run_closed_loop, run_open_loop
 from specexp.load.host import CLIENT_CPU_WARNING, HostSample, noise
@@ -146,21 +148,52 @@ def check_files(cfg: Config) -> None:
     check_workload(cfg.workload)
 
 
-class ServerExited(RuntimeError):
+class ServerLost(RuntimeError):
+    """The server a point was using is gone or cannot be trusted: its records so far are partial."""
+
+
+class ServerExited(ServerLost):
     """The launched server's process ended while a point was using it."""
+
+
+class EngineStalled(ServerLost):
+    """Requests waited on the server and nothing came back for engine.stall_s: it was killed."""
 
 
 T = TypeVar("T")
 
+# How long a refused or reset connection waits for the server's process to be seen ending, before
+# it counts as the requests' own failure: the client can see the socket close first.
+EXIT_GRACE_S = 3.0
 
-async def watched(work: Awaitable[T], srv: server.Server, phase: str) -> T:
-    """``work``, unless the server process exits first: then ServerExited, naming the exit code,
-    ``phase`` and the log's tail (what the records would otherwise hide as connection errors)."""
-    task = asyncio.ensure_future(work)
-    while not task.done():
-        await asyncio.wait({task}, timeout=0.5)
-        if not srv.alive():
-            break
+
+async def watched(
+    work: Awaitable[T], srv: server.Server, phase: str, stall_s: float | None = None, one_request: bool = False
+) -> T:
+    """``work``, unless the server process exits first (ServerExited, naming the exit code, ``phase``
+    and the log's tail: what the records would otherwise hide as connection errors), or requests
+    wait on it for ``stall_s`` with nothing back (EngineStalled; its process group is killed). A work
+    that is not a load (a counters read: ``one_request``) is itself the one request waited on."""
+    clock = progress.Progress()
+    with progress.watching(clock):
+        task = asyncio.ensure_future(_as_request(work, clock) if one_request else work)
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=0.25)
+            if not srv.alive():
+                break
+            if stall_s is not None and clock.stalled(stall_s):
+                error = stalled(srv, phase, stall_s, clock)
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise error
+    except asyncio.CancelledError:  # Ctrl-C: the load ends here, before its HTTP session does
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise
+    failed = task.done() and not task.cancelled() and task.exception() is not None
+    if srv.alive() and (clock.connection_error or failed) and srv.process is not None:
+        await asyncio.to_thread(_ended_within, srv.process, EXIT_GRACE_S)  # refused: has it died?
     if srv.alive():
         return task.result()
     task.cancel()
@@ -169,6 +202,29 @@ async def watched(work: Awaitable[T], srv: server.Server, phase: str) -> T:
     name = f" ({signal.Signals(-code).name})" if code is not None and code < 0 else ""
     tail = server.log_tail(srv.log_path) if srv.log_path else "(no log)"
     raise ServerExited(f"server exited with code {code}{name} {phase}; log tail:\n{tail}")
+
+
+async def _as_request(work: Awaitable[T], clock: progress.Progress) -> T:
+    with clock.request():
+        return await work
+
+
+def _ended_within(process: Any, seconds: float) -> None:
+    with contextlib.suppress(Exception):
+        process.wait(timeout=seconds)
+
+
+def stalled(srv: server.Server, phase: str, stall_s: float, clock: progress.Progress) -> EngineStalled:
+    """The stalled server killed (the next point gets a fresh one; its requests fail at once), and
+    what was seen, in words."""
+    state = server.process_state(srv.process.pid) if srv.process else "unknown (not launched by specexp)"
+    waiting = f"{clock.in_flight} request{'s' * (clock.in_flight != 1)} in flight"
+    tail = server.log_tail(srv.log_path) if srv.log_path else "(no log)"
+    server.discard(srv)
+    return EngineStalled(
+        f"engine stalled: no token for {clock.idle_s():.0f} s with {waiting} {phase} (engine.stall_s="
+        f"{stall_s:g}); process state: {state}; its process group was killed; log tail:\n{tail}"
+    )
 
 
 @dataclass
@@ -196,6 +252,7 @@ async def measure_windows(
     everything it got."""
     w = cfg.workload
     base_url = srv.base_url
+    stall_s = cfg.engine.stall_s
     shape = request_shape(w, srv.served_name or cfg.model.api_name, engine.request_fields(cfg))
     timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s)
     connector = aiohttp.TCPConnector(limit=0)
@@ -204,18 +261,20 @@ async def measure_windows(
         warmed: list[RequestRecord] = []  # kept in records.jsonl (marked warmup) with the first window's
         if warm:
             load = run_closed_loop(http, base_url, shape, warm, cfg.streams, engine.observe, warmup=True)
-            warmed = await watched(load, srv, "during warm-up")
+            warmed = await watched(load, srv, "during warm-up", stall_s)
         for k in range(cfg.measure.warmup_windows):  # whole windows at the point's concurrency, discarded
             items = make_prompts(w, w.measured(cfg.streams), f"{stream}/warmup-window{k}", warmup=True)
             load = run_closed_loop(http, base_url, shape, items, cfg.streams, engine.observe, warmup=True)
-            warmed += await watched(load, srv, "during a warm-up window")
+            warmed += await watched(load, srv, "during a warm-up window", stall_s)
         received.extend(warmed)
         start = time.monotonic()
         while more_windows([m.metrics.get(TREND_KEY, 0.0) for m in windows], cfg.measure, time.monotonic() - start):
             index = len(windows)
             items = make_prompts(w, w.measured(cfg.streams), f"{stream}/window{index}")
             with window():
-                before = await watched(engine.read_counters(http, base_url), srv, "before a measured window")
+                before = await watched(
+                    engine.read_counters(http, base_url), srv, "before a measured window", stall_s, True
+                )
                 host = HostSample.now()
                 started = time.time()  # the window's span (epoch s): evidence of arms taking turns
                 turns = sum(len(c.turns) for c in items)
@@ -236,9 +295,11 @@ async def measure_windows(
                     else:  # fillers keep the batch in flight to the window's end (specexp.load.client)
                         fill = make_prompts(w, cfg.batch, f"{stream}/window{index}/fill")
                         load = run_closed_loop(http, base_url, shape, items, cfg.batch, engine.observe, keep, fill=fill)
-                    records = await watched(load, srv, "during a measured window")
+                    records = await watched(load, srv, "during a measured window", stall_s)
                 context = noise(host, HostSample.now()) | {"window_start": started, "window_end": time.time()}
-                after = await watched(engine.read_counters(http, base_url), srv, "after a measured window")
+                after = await watched(
+                    engine.read_counters(http, base_url), srv, "after a measured window", stall_s, True
+                )
             for record in records:
                 record.window = index
             received.clear()  # this window's records now live in its Window
@@ -285,8 +346,8 @@ def measured_window(cfg: Config, result: PointResult, span: list[int]) -> Iterat
             result.run_id = tracking.open_point(
                 cfg.tracking, Path(cfg.outputs), run_name(cfg), cfg.sweep_id, start, point_id
             )
-        except Exception:  # the point goes on; its run is created when it ends
-            log.exception("could not open the point's MLflow run")
+        except Exception as exc:  # the point goes on; its run is created when it ends
+            log.error("could not open the point's MLflow run (%s)", tracking.store_message(exc))
     span[:1] = span[:1] or [start]
     try:
         with tracking.system_metrics(cfg.tracking, result.run_id):
@@ -345,7 +406,6 @@ def run(
     if cfg.workload.synthetic and cfg.drafter.speculative:
         warn_synthetic(cfg.workload.name)
     config = OmegaConf.to_container(raw, resolve=True)
-    (job_dir / "config.yaml").write_text(OmegaConf.to_yaml(secrets.scrub_data(config)))
     server_log_start = 0
     launch = server.launch_id()
     log_path = Path(cfg.outputs).resolve() / "servers" / f"{time.strftime('%Y%m%d-%H%M%S')}-{key}-{launch}.log"
@@ -355,6 +415,7 @@ def run(
     span: list[int] = []  # the measured windows, ms since the epoch: the run's start and end
     live.point_started(job_num + 1, run_name(cfg), cfg.measure.windows)
     try:
+        atomic.write_text(job_dir / "config.yaml", OmegaConf.to_yaml(secrets.scrub_data(config)))
         ensure_models(cfg)
         preflight(cfg)
         port = cfg.engine.port or server.free_port(cfg.engine.host)
@@ -373,6 +434,7 @@ def run(
                 cfg.engine.startup_timeout_s,
                 engine.headers(cfg),
                 identity,
+                cfg.engine.stall_s,
             )
             ready(srv.startup_s, reused)
         if reused:
@@ -435,20 +497,26 @@ def run(
     except ConfigError as exc:  # the engine's own parser refused the argv: nothing was started
         log.error("%s", exc)
         result.status, result.error = "failed", f"ConfigError: {exc}"
-    except ServerExited as exc:  # the evidence: what was received, the exit code, the log's tail
+    except ServerLost as exc:  # the evidence: what was received, the exit code or state, the log's tail
         log.error("%s", exc)
         result.status, result.error = "failed", f"{exc} ({len(records)} records kept, marked partial)"
         if records:
             result.tags["specexp.records"] = "partial"
+        if windows:  # the windows that finished keep their metrics
+            result.windows = [m.metrics for m in windows]
+            result.metrics |= aggregate(result.windows, cfg.measure)
     except Exception as exc:  # a failing point is recorded and the sweep goes on
-        log.exception("point failed")
-        result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
+        if atomic.is_write_error(exc):  # said in one line: the disk, not specexp, needs fixing
+            log.error("%s: the point is recorded as failed", atomic.reason(exc))
+            result.status, result.error = "failed", atomic.reason(exc)
+        else:
+            log.exception("point failed")
+            result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
     finally:
         result.tags["specexp.status"] = result.status
-        _save_server_log(log_path, server_log_start, job_dir)
-        _write_records(job_dir / "records.jsonl", records)
-        _write_json(job_dir / RESULTS, result.to_json())
-        _track(cfg, result, job_dir, span[1] if len(span) > 1 else None)
+        with signals.deferred():  # a second Ctrl-C does not cut the point's record short
+            _save(result, job_dir, log_path, server_log_start, records)
+            _track(cfg, result, job_dir, span[1] if len(span) > 1 else None)
         live.point_ended(result.status, live_summary(result))
     return result
 
@@ -471,15 +539,36 @@ def live_summary(result: PointResult) -> str:
 
 
 RESULTS = "results.json"
+ERROR_TAG = "specexp.error"  # why a point failed, on its run
 ARTIFACTS = ("config.yaml", "server.json", "server_info.json", "server.log", "records.jsonl", RESULTS)
 
 
+def _save(result: PointResult, job_dir: Path, log_path: Path, log_start: int, records: list[RequestRecord]) -> None:
+    """The point's files, each whole or not at all; when one cannot be written (a full disk, an I/O
+    error, a permission) the point fails naming it, and results.json says so if it still fits: no
+    point is ok with its data missing."""
+    try:
+        _save_server_log(log_path, log_start, job_dir)
+        _write_records(job_dir / "records.jsonl", records)
+        _write_json(job_dir / RESULTS, result.to_json())
+    except OSError as exc:
+        problem = atomic.reason(exc)
+        log.error("%s: the point is recorded as failed", problem)
+        result.status, result.error = (
+            "failed",
+            f"{problem}" + (f"; before that: {result.error}" if result.error else ""),
+        )
+        result.tags["specexp.status"] = result.status
+        with contextlib.suppress(OSError):
+            _write_json(job_dir / RESULTS, result.to_json())
+
+
 def _write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(secrets.scrub_data(data), indent=2, default=str))
+    atomic.write_text(path, json.dumps(secrets.scrub_data(data), indent=2, default=str))
 
 
 def _write_records(path: Path, records: list[RequestRecord]) -> None:
-    with path.open("w") as f:
+    with atomic.replacing(path) as tmp, tmp.open("w") as f:
         for r in records:
             f.write(json.dumps(r.to_json()) + "\n")
 
@@ -491,7 +580,7 @@ def _save_server_log(log_path: Path, start: int, job_dir: Path) -> None:
     with log_path.open("rb") as f:
         f.seek(start)
         text = f.read().decode(errors="surrogateescape")
-    (job_dir / "server.log").write_text(secrets.scrub(text), errors="surrogateescape")
+    atomic.write_text(job_dir / "server.log", secrets.scrub(text), errors="surrogateescape")
 
 
 def _track(cfg: Config, result: PointResult, job_dir: Path, end_time: int | None) -> None:
@@ -499,8 +588,8 @@ def _track(cfg: Config, result: PointResult, job_dir: Path, end_time: int | None
         return
     try:
         upload(cfg.tracking, Path(cfg.outputs), result, job_dir, end_time)
-    except Exception:  # the results are on disk: specexp.sync uploads them later
-        log.exception("MLflow logging failed; results kept in %s", job_dir)
+    except Exception as exc:  # the results are on disk: specexp.sync uploads them later
+        log.error("MLflow logging failed (%s); results kept in %s", tracking.store_message(exc), job_dir)
 
 
 def upload(
@@ -515,14 +604,15 @@ def upload(
         run_name=result.tags.get("mlflow.runName", job_dir.name),
         metrics=result.metrics,
         params=result.params,
-        tags=result.tags,
+        tags=result.tags | ({ERROR_TAG: result.error[:5000]} if result.error else {}),
         artifacts=[job_dir / n for n in ARTIFACTS],
         status={"ok": "FINISHED", "failed": "FAILED"}.get(result.status, "KILLED"),
         sweep_id=result.tags.get("specexp.sweep_id") or None,
         run_id=result.run_id,
         end_time=end_time,
     )
-    _write_json(job_dir / RESULTS, result.to_json())
+    with contextlib.suppress(OSError):  # the run is found by the point's id all the same
+        _write_json(job_dir / RESULTS, result.to_json())
     return result.run_id
 
 

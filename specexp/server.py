@@ -88,6 +88,45 @@ def log_tail(path: Path, lines: int = 40) -> str:
         return "(no log)"
 
 
+_STATES = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "waiting on a device (uninterruptible)",
+    "T": "stopped",
+    "t": "stopped by a debugger",
+    "Z": "exited (zombie)",
+    "X": "dead",
+    "I": "idle",
+}
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields after the command's name (state first), None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def process_state(pid: int) -> str:
+    """A process's state in words, as the kernel reports it (``stopped`` after SIGSTOP)."""
+    fields = _stat(pid)
+    return "gone" if fields is None else _STATES.get(fields[0], fields[0])
+
+
+def group_activity(pgid: int) -> tuple[bool, int]:
+    """Whether every process of group ``pgid`` is stopped, and the CPU ticks they have used: a
+    server whose group is stopped, or uses no CPU and writes no log, is not starting up."""
+    states, ticks = [], 0
+    for entry in Path("/proc").iterdir():
+        fields = _stat(int(entry.name)) if entry.name.isdigit() else None
+        if fields is not None and int(fields[2]) == pgid:  # fields: state, ppid, pgrp, ..., utime, stime
+            states.append(fields[0])
+            ticks += int(fields[11]) + int(fields[12])
+    return bool(states) and all(s in "Tt" for s in states), ticks
+
+
 def _die_with_parent(parent: int) -> None:
     """In the child: get SIGTERM if specexp itself dies without a chance to clean up (Linux); and
     go at once if it died already, between the fork and this call."""
@@ -131,10 +170,13 @@ def wait_ready(
     log: Path | None,
     headers: dict[str, str] | None = None,
     identity: Identity | None = None,
+    stall_s: float | None = None,
 ) -> None:
     """Poll ``url`` until it answers 200 and, for a launched server, until it proves its ``identity``;
-    fail at once when the process exits or a server that is not the launched one answers."""
+    fail at once when the process exits or a server that is not the launched one answers, and after
+    ``stall_s`` of a launched server doing nothing (stopped, or no CPU used and no log written)."""
     end = time.monotonic() + deadline_s
+    still = _Stillness(process, log)
     while True:
         if process is not None and process.poll() is not None:
             raise ServerStartError(
@@ -149,7 +191,33 @@ def wait_ready(
             raise ServerStartError(
                 f"server not ready at {url} after {deadline_s:.0f}s; log tail:\n" + (log_tail(log) if log else "")
             )
+        if stall_s is not None and process is not None and (why := still.stalled(stall_s)):
+            raise ServerStartError(
+                f"engine stalled while starting: {why} for {stall_s:g} s (engine.stall_s), process state: "
+                f"{process_state(process.pid)}; log tail:\n" + (log_tail(log) if log else "")
+            )
         time.sleep(0.25)
+
+
+class _Stillness:
+    """How long a starting server's process group has done nothing: all stopped, or no CPU used and
+    not a byte of log written since the last change."""
+
+    def __init__(self, process: subprocess.Popen[bytes] | None, log: Path | None) -> None:
+        self.process, self.log = process, log
+        self.seen: tuple[bool, int, int] | None = None
+        self.since = time.monotonic()
+
+    def stalled(self, stall_s: float) -> str | None:
+        assert self.process is not None
+        stopped, ticks = group_activity(self.process.pid)
+        size = self.log.stat().st_size if self.log and self.log.exists() else 0
+        now = (stopped, ticks, size)
+        if now != self.seen:
+            self.seen, self.since = now, time.monotonic()
+        if time.monotonic() - self.since < stall_s:
+            return None
+        return "every process stopped" if stopped else "no CPU used and no log written"
 
 
 def _answers(url: str, headers: dict[str, str] | None) -> bool:
@@ -210,6 +278,7 @@ def launch(
     log_path: Path,
     deadline_s: float,
     identity: Identity | None = None,
+    stall_s: float | None = None,
 ) -> Server:
     """Start ``command`` and wait until it is ready and proven to be the server answering."""
     split = urllib.parse.urlsplit(base_url)
@@ -222,7 +291,7 @@ def launch(
     server.served_name = identity.served_name if identity else None
     _pool.add(server)  # registered before readiness so an interrupt still tears it down
     try:
-        wait_ready(ready_url, deadline_s, process, log_path, identity=identity)
+        wait_ready(ready_url, deadline_s, process, log_path, identity=identity, stall_s=stall_s)
     except BaseException:
         _pool.drop(server)
         raise
@@ -322,6 +391,7 @@ def acquire(
     deadline_s: float,
     headers: dict[str, str] | None = None,
     identity: Identity | None = None,
+    stall_s: float | None = None,
 ) -> tuple[Server, bool]:
     """The server for ``key``: the running one (reused=True) or a fresh launch."""
     server = _pool.get(key)
@@ -333,11 +403,23 @@ def acquire(
         server = Server(key, base_url, None, None, time.monotonic() - t0, None)
         _pool.add(server)
         return server, False
-    return launch(command, key, base_url, ready_url, log_path, deadline_s, identity), False
+    return launch(command, key, base_url, ready_url, log_path, deadline_s, identity, stall_s), False
 
 
 def stop() -> None:
     _pool.stop()
+
+
+def discard(server: Server) -> None:
+    """Kill a server that cannot be trusted any more (it hung), its whole process group at once, so
+    the next point that asks for its key gets a fresh launch."""
+    with _pool._lock:
+        if _pool.servers.get(server.key) is server:
+            del _pool.servers[server.key]
+    if server.process is not None:
+        terminate(server.process, grace_s=0)
+        if server.log_path is not None:
+            secrets.scrub_file(server.log_path)
 
 
 @contextlib.contextmanager

@@ -39,7 +39,9 @@ def sync_sweep(sweep_dir: Path) -> bool:
     recorder = SweepRecorder.of(sweep_dir)
     results = recorder.completed()
     extra = [sweep_dir / n for n in ("trials.csv", "best.csv")]  # an Optuna sweep's
-    recorder.finish(folder.current(results), record.get("state") != "finished", extra_files=extra, show=False)
+    recorder.finish(
+        folder.current(results), record.get("state") not in ("finished", "failed"), extra_files=extra, show=False
+    )
     print(f"{sweep_dir}: {len(results)} point(s), parent run {recorder.parent_id} in {recorder.tracking.uri}")
     return not recorder.untracked
 

@@ -56,6 +56,18 @@ EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 _QUIET = ("mlflow.store.db.utils", "alembic", "mlflow.system_metrics")
 
 
+def store_message(exc: BaseException, limit: int = 1500) -> str:
+    """What the store said, on one line and whole (a very long one cut at a word, marked so); for a
+    database store, the database's own words (``database or disk is full``), not the SQL."""
+    seen: BaseException | None = exc
+    while seen is not None and getattr(seen, "orig", None) is None:
+        seen = seen.__cause__ or seen.__context__
+    if seen is not None:
+        exc = seen.orig  # a SQLAlchemy error's DBAPI error
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: text.rfind(" ", 0, limit)] + " [...]"
+
+
 class TrackingFailed(RuntimeError):
     """MLflow could not record something; the results are on disk and specexp.sync can upload them."""
 
@@ -79,6 +91,8 @@ def client(cfg: TrackingConfig) -> MlflowClient:
     """A client for ``cfg.uri``; the first one per process opens the store under its file lock."""
     for name in _QUIET:
         logging.getLogger(name).setLevel(logging.WARNING)
+    # It logs a database error with its traceback and raises it: specexp says it once, in one line.
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     for key, value in HTTP_LIMITS.items():
         os.environ.setdefault(key, value)
     if cfg.uri in _opened:
@@ -119,8 +133,7 @@ def check(cfg: TrackingConfig, outputs: Path) -> None:
         mlflow = client(cfg)
         exp = mlflow.get_experiment_by_name(cfg.experiment)
     except Exception as exc:
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ConfigError("tracking.uri", f"{cfg.uri} cannot be used ({reason[:300]})", fix) from None
+        raise ConfigError("tracking.uri", f"{cfg.uri} cannot be used ({store_message(exc)})", fix) from None
     if exp is not None and exp.lifecycle_stage == "deleted":  # MLflow refuses every run in it
         raise ConfigError(
             "tracking.experiment",
@@ -322,8 +335,8 @@ def system_metrics(cfg: TrackingConfig, run_id: str | None) -> Iterator[None]:
             monitor.collect_metrics()  # a window shorter than the interval still gets its sample
             monitor.publish_metrics(monitor.aggregate_metrics())
             monitor.mlflow_logger.flush()
-        except Exception:
-            log.exception("could not record system metrics for run %s", run_id)
+        except Exception as exc:
+            log.error("could not record system metrics for run %s (%s)", run_id, store_message(exc))
 
 
 def log_point(

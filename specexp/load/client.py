@@ -24,6 +24,7 @@ from typing import Any
 
 import aiohttp
 
+from specexp.load import progress
 from specexp.load.conversation import Conversation
 from specexp.load.requests import RequestShape
 from specexp.records import Chunk, RequestRecord
@@ -66,8 +67,23 @@ async def stream_one(
     body: dict[str, Any],
     record: RequestRecord,
     observe: Callable[[dict[str, Any], RequestRecord], None],
+    clock: progress.Progress | None = None,
 ) -> None:
-    """Send one streamed completion and fill ``record`` as events arrive."""
+    """Send one streamed completion and fill ``record`` as events arrive; ``clock`` (else the phase's,
+    specexp.load.progress) sees it in flight and every chunk arrive."""
+    clock = clock or progress.current()
+    with clock.request():
+        await _stream(http, url, body, record, observe, clock)
+
+
+async def _stream(
+    http: aiohttp.ClientSession,
+    url: str,
+    body: dict[str, Any],
+    record: RequestRecord,
+    observe: Callable[[dict[str, Any], RequestRecord], None],
+    clock: progress.Progress,
+) -> None:
     ids_seen = False
     try:
         async with http.post(url, json=body) as resp:
@@ -75,6 +91,7 @@ async def stream_one(
                 record.error = f"HTTP {resp.status}: {(await resp.text())[:500]}"
                 return
             async for raw in resp.content:
+                clock.moved()
                 line = raw.strip()
                 if not line.startswith(b"data:"):
                     continue
@@ -102,6 +119,8 @@ async def stream_one(
                     record.finish_reason = choice.get("finish_reason") or record.finish_reason
     except (TimeoutError, aiohttp.ClientError, json.JSONDecodeError, ValueError) as exc:
         record.error = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, aiohttp.ClientConnectionError):  # refused, reset: is the engine still there?
+            clock.lost_connection(record.error)
     finally:
         record.end = time.monotonic()
     if record.error is None and not record.chunks:

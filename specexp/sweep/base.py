@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import copy
 import queue
+import shlex
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +33,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from specexp import live, secrets, server, tracking
+from specexp import atomic, live, secrets, server, signals, tracking
 from specexp.config import Config
 from specexp.configstore import run_id, to_config
 from specexp.console import console, invalid_config_exits
@@ -76,6 +78,15 @@ class SweepRun:
     def update(self, live: Sequence[PointResult] = ()) -> None:
         if self.recorder is not None:
             self.recorder.update(self.points(live))
+
+
+def interrupt_line(run: SweepRun) -> str:
+    """What an interrupted sweep kept and how to go on, in one line."""
+    points = run.points()
+    kept = sum(r.ok for r in points)
+    overrides = [a for a in sys.argv[1:] if a not in ("-m", "--multirun") and not a.startswith("resume=")]
+    again = shlex.join(["python", "-m", "specexp", *overrides, f"resume={run.sweep_id}", "-m"])
+    return f"interrupted: {kept} of {len(points)} points kept in {run.sweep_dir}; resume with: {again}"
 
 
 class LaunchingSweeper(Sweeper):
@@ -235,6 +246,9 @@ class LaunchingSweeper(Sweeper):
         sweep_dir = sweep_dir or Path(self.config.hydra.sweep.dir)
         record = folder.read_record(sweep_dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        for job_dir, why in folder.broken(sweep_dir).items():  # measured again, like an unfinished attempt
+            aside = runner.set_aside(job_dir)
+            console.print(f"{job_dir / folder.RESULTS} cannot be read ({why}): set aside as {aside}", soft_wrap=True)
         # Job folders go here: every job's config is composed again from the master's hydra overrides.
         quoted = "'" + str(sweep_dir).replace("\\", "\\\\").replace("'", "\\'") + "'"
         with read_write(self.config), open_dict(self.config):
@@ -251,6 +265,15 @@ class LaunchingSweeper(Sweeper):
             done = sum(r.ok for r in folder.current(run.earlier))
             console.print(f"resuming sweep {run.sweep_id} in {sweep_dir}: {done} point(s) finished ok already")
         return run
+
+    @staticmethod
+    def _end(run: SweepRun, interrupted: bool) -> None:
+        """No server left running and the summary written, a second Ctrl-C meanwhile held off."""
+        with signals.deferred(reraise=not interrupted):
+            server.stop()
+            if run.recorder is not None:
+                extra_metrics, extra_files, answer = run.summarize() if run.summarize else ({}, [], [])
+                run.recorder.finish(run.points(), interrupted, extra_metrics, extra_files, answer)
 
     @staticmethod
     def job_arguments(arguments: Sequence[str]) -> list[str]:
@@ -275,7 +298,11 @@ class LaunchingSweeper(Sweeper):
         summary written."""
         multirun = run.sweep_dir / "multirun.yaml"
         if not multirun.exists():  # a resumed sweep keeps the record of how it started
-            multirun.write_text(secrets.scrub(OmegaConf.to_yaml(self.config)))
+            try:
+                atomic.write_text(multirun, secrets.scrub(OmegaConf.to_yaml(self.config)))
+            except OSError as exc:  # nothing started yet: nothing to record
+                console.print(f"[red]cannot write the sweep's folder[/red]: {atomic.reason(exc)}", soft_wrap=True)
+                raise SystemExit(1) from None
         if not first.dry_run:
             with invalid_config_exits():
                 tracking.check(first.tracking, Path(first.outputs))
@@ -296,12 +323,14 @@ class LaunchingSweeper(Sweeper):
                 raise SystemExit(tracking.TRACKING_FAILED) from None
             if run.earlier:  # a resumed sweep: uploads an interrupt cut short are completed
                 run.earlier = run.recorder.completed()
-        interrupted = True
         try:
             body(run)
-            interrupted = False
-        finally:
-            server.stop()
-            if run.recorder is not None:
-                extra_metrics, extra_files, answer = run.summarize() if run.summarize else ({}, [], [])
-                run.recorder.finish(run.points(), interrupted, extra_metrics, extra_files, answer)
+        except KeyboardInterrupt:
+            self._end(run, interrupted=True)
+            raise signals.Interrupted(interrupt_line(run)) from None
+        except BaseException:
+            self._end(run, interrupted=True)
+            raise
+        self._end(run, interrupted=False)
+        if run.recorder is not None and run.recorder.disk_error is not None:  # said by finish
+            raise SystemExit(tracking.TRACKING_FAILED if run.recorder.untracked else 1)

@@ -9,11 +9,13 @@ then skips every point that finished ok, matched by its whole configuration, and
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from specexp import atomic
 from specexp.config import ConfigError
 from specexp.result import PointResult
 
@@ -30,9 +32,7 @@ def read_record(folder: Path) -> dict[str, Any] | None:
 
 
 def write_record(folder: Path, record: dict[str, Any]) -> None:
-    tmp = folder / f".{RECORD}.tmp"
-    tmp.write_text(json.dumps(record, indent=2))
-    tmp.replace(folder / RECORD)
+    atomic.write_text(folder / RECORD, json.dumps(record, indent=2))
 
 
 def find(resume: str, outputs: Path) -> Path:
@@ -50,12 +50,35 @@ def find(resume: str, outputs: Path) -> Path:
 
 
 def job_results(folder: Path) -> dict[int, PointResult]:
-    """The results on disk, by job number."""
+    """The results on disk that can be read, by job number (see ``broken``)."""
     found = {}
     for path in folder.glob(f"*/{RESULTS}"):
         if path.parent.name.isdigit():
-            found[int(path.parent.name)] = PointResult.from_json(json.loads(path.read_text()))
+            with contextlib.suppress(*UNREADABLE):
+                found[int(path.parent.name)] = read_result(path)
     return dict(sorted(found.items()))
+
+
+UNREADABLE = (OSError, ValueError, TypeError, KeyError, AttributeError)
+
+
+def read_result(path: Path) -> PointResult:
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"a JSON {type(data).__name__}, not a point's results")
+    return PointResult.from_json(data)
+
+
+def broken(folder: Path) -> dict[Path, str]:
+    """The job folders whose results.json cannot be read (cut short, edited, not a point's), and why."""
+    found = {}
+    for path in sorted(folder.glob(f"*/{RESULTS}")):
+        if path.parent.name.isdigit():
+            try:
+                read_result(path)
+            except UNREADABLE as exc:
+                found[path.parent] = f"{type(exc).__name__}: {exc}"
+    return found
 
 
 def next_job(folder: Path) -> int:

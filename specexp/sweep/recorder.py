@@ -6,13 +6,14 @@ analysis, tables and plots come from specexp.report."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from specexp import live, point, tracking
+from specexp import atomic, live, point, tracking
 from specexp.config import TrackingConfig
 from specexp.console import console, points_table
 from specexp.report.analysis import METHOD_TAG, apply
@@ -42,6 +43,7 @@ class SweepRecorder:
     kind: str = "grid"
     settings: list[str] = field(default_factory=list)  # keys shown as table columns (a study's tuned ones)
     untracked: bool = False  # something did not reach MLflow: specexp.sync uploads it later
+    disk_error: str | None = None  # the first write to the sweep folder that failed
 
     @classmethod
     def start(
@@ -64,14 +66,15 @@ class SweepRecorder:
                 tags = {"specexp.git_sha": tracking.git_sha(), "specexp.kind": kind}
                 parent = tracking.start_parent(tracking_cfg, outputs, sweep_id, name, tags, params)
             except Exception as exc:
-                reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise tracking.TrackingFailed(
-                    f"could not create the sweep's parent run in {tracking_cfg.uri} ({reason[:300]}). Fix: check "
+                    f"could not create the sweep's parent run in {tracking_cfg.uri} ({tracking.store_message(exc)}). "
+                    "Fix: check "
                     f"tracking.uri and tracking.experiment={tracking_cfg.experiment} (an active experiment), or run "
                     "with tracking.enabled=false and upload later with python -m specexp.sync"
                 ) from None
         recorder = cls(tracking_cfg, outputs, sweep_id, sweep_dir, parent, kind, list(settings))
-        recorder._write_record("running", name, params)
+        with recorder._writing():
+            recorder._write_record("running", name, params)
         return recorder
 
     @classmethod
@@ -100,9 +103,9 @@ class SweepRecorder:
             try:
                 if self.parent_id is not None:
                     row = point.upload_saved(self.tracking, self.outputs, row, self.sweep_dir / str(number))
-            except Exception:
+            except Exception as exc:
                 self.untracked = True
-                log.exception("could not upload point %d of %s", number, self.sweep_dir)
+                log.error("could not upload point %d of %s (%s)", number, self.sweep_dir, tracking.store_message(exc))
             done.append(row)
         return done
 
@@ -130,6 +133,17 @@ class SweepRecorder:
         live.verdict(words)
         self._publish(rows, speedups, cross, words, {}, [], None)
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A write to the sweep folder (each whole or not at all, specexp.atomic); one that fails is
+        said once, the sweep goes on and ends FAILED with the reason on its parent run."""
+        try:
+            yield
+        except OSError as exc:
+            if self.disk_error is None:
+                self.disk_error = atomic.reason(exc)
+                log.error("%s; the sweep goes on and will end FAILED", self.disk_error)
+
     def finish(
         self,
         rows: Sequence[PointResult],
@@ -146,16 +160,22 @@ class SweepRecorder:
         from specexp.report.plots import make_plots  # plotly and matplotlib: only when a sweep ends
 
         # a study's depths share each batch: its plot is the tuner's, depth on the x axis
-        plots = make_plots(rows, cross, self.sweep_dir / "plots") if self.kind != "study" else []
+        plots: list[Path] = []
+        if self.kind != "study":
+            with self._writing(), atomic.folder(self.sweep_dir / "plots") as drawn:
+                plots = [self.sweep_dir / "plots" / p.name for p in make_plots(rows, cross, drawn)]
         if show:
             console.print(points_table(summary_rows(rows, self.settings), f"sweep {self.sweep_id}", self.settings))
             for line in words:
                 console.print(f"[bold]{line}[/bold]")
             if self.kind == "grid" and any(r.speculative for r in rows) and not speedups:
                 console.print("no speculative point has a baseline (drafter=none) in this sweep: no speedups")
-        self._write_record("interrupted" if interrupted else "finished")
-        failed = any(not r.ok for r in rows)
+        with self._writing():
+            self._write_record("interrupted" if interrupted else "failed" if self.disk_error else "finished")
+        failed = any(not r.ok for r in rows) or self.disk_error is not None
         status = "KILLED" if interrupted else ("FAILED" if failed else "FINISHED")
+        if self.disk_error is not None:
+            console.print(f"[red]the sweep's folder is incomplete[/red]: {self.disk_error}", soft_wrap=True)
         files = [self.sweep_dir / n for n in ("summary.csv", "verdict.txt", "multirun.yaml")]
         files += [*(extra_files or []), *plots]
         self._publish(rows, speedups, cross, words, extra_metrics or {}, files, status)
@@ -174,10 +194,12 @@ class SweepRecorder:
     ) -> tuple[dict[int, dict[str, float]], dict[str, float], list[str]]:
         analysis = apply(rows)
         table = summary_rows(rows, self.settings)
-        if table:
-            write_csv(self.sweep_dir / "summary.csv", table)
         words = [*verdicts(rows, analysis), *answer]
-        (self.sweep_dir / "verdict.txt").write_text("\n".join(words) + "\n")
+        with self._writing():
+            if table:
+                with atomic.replacing(self.sweep_dir / "summary.csv") as tmp:
+                    write_csv(tmp, table)
+            atomic.write_text(self.sweep_dir / "verdict.txt", "\n".join(words) + "\n")
         return analysis.speedups, analysis.crossovers, words
 
     def _publish(
@@ -200,16 +222,18 @@ class SweepRecorder:
                     tracking.log_values(mlflow, rows[i].run_id, metrics=ratios, tags=method, changed_only=True)
             failed = sum(not r.ok for r in rows)
             summary = {**cross, **extra_metrics, "points": len(rows), "points_failed": failed}
-            note = description(rows, words, self.settings)
-            tracking.log_values(
-                mlflow, self.parent_id, metrics=summary, tags={"mlflow.note.content": note}, changed_only=True
-            )
+            tags = {"mlflow.note.content": description(rows, words, self.settings)}
+            if self.disk_error is not None:
+                tags[point.ERROR_TAG] = self.disk_error
+            tracking.log_values(mlflow, self.parent_id, metrics=summary, tags=tags, changed_only=True)
             for path in files:
                 if path.exists():
                     in_plots = path.parent == self.sweep_dir / "plots"
                     mlflow.log_artifact(self.parent_id, str(path), artifact_path="plots" if in_plots else None)
             if status is not None:
                 mlflow.set_terminated(self.parent_id, status)
-        except Exception:
+        except Exception as exc:
             self.untracked = True
-            log.exception("MLflow sweep logging failed; the summary is in %s", self.sweep_dir)
+            log.error(
+                "MLflow sweep logging failed (%s); the summary is in %s", tracking.store_message(exc), self.sweep_dir
+            )

@@ -67,14 +67,16 @@ def visible_devices(devices: list[str] | None) -> Iterator[None]:
             os.environ["CUDA_VISIBLE_DEVICES"] = before
 
 
-def set_aside(folder: Path) -> None:
-    """Move an unfinished attempt's folder out of the way, numbered, so nothing of it is lost."""
+def set_aside(folder: Path) -> Path | None:
+    """Move an unfinished attempt's folder out of the way, numbered, so nothing of it is lost; returns
+    where it went."""
     if not folder.exists():
-        return
+        return None
     attempt = 1
     while (aside := folder.with_name(f"{folder.name}.attempt{attempt}")).exists():
         attempt += 1
     folder.rename(aside)
+    return aside
 
 
 def unmasked(overrides: list[str], own: list[str]) -> list[str]:

@@ -1,0 +1,39 @@
+"""Item 5: Ctrl-C reads like a tool: one line saying what was kept and how to resume, no traceback,
+exit 130; a second Ctrl-C while the sweep tears down still leaves the parent KILLED and no engine."""
+
+import json
+import signal
+import time
+
+import pytest
+
+from tests.reliability.conftest import wait_for
+from tests.reliability.test_interrupts import parent_of
+
+POINTS = ["drafter=none", "batch=1,2,3", "workload.num_prompts=20", "workload.output_len=32"]
+
+
+@pytest.mark.parametrize("second_after_s", [None, 0.5, 3.0], ids=["once", "twice-at-once", "twice-in-teardown"])
+def test_ctrl_c_says_what_was_kept_in_one_line_and_exits_130(ws, second_after_s) -> None:
+    proc = ws.popen(*POINTS, "-m")
+    try:
+        wait_for(lambda: list(ws.outputs.glob("multirun/*/1/server.json")), 300, "the second point", proc)
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        if second_after_s is not None:
+            time.sleep(second_after_s)
+            proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out[-3000:]
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
+    (sweep,) = ws.sweeps()
+    last = out.strip().splitlines()[-1]
+    assert last.startswith(f"interrupted: 1 of 3 points kept in {sweep}; resume with: python -m specexp "), last
+    assert last.endswith(f" resume={json.loads((sweep / 'sweep.json').read_text())['sweep_id']} -m"), last
+    ws.no_engine_left()
+    assert parent_of(ws).info.status == "KILLED"
+    assert "RUNNING" not in {r.info.status for r in ws.runs()}
