@@ -34,11 +34,11 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory, shared_outputs: Path) -> Path:
-    """A real two-batch envelope on the reference engine, recorded in its own sqlite store."""
+    """A real three-batch envelope on the reference engine, recorded in its own sqlite store."""
     from tests.conftest import FAST, run_outputs
 
     work = tmp_path_factory.mktemp("sweep")
-    argv = [sys.executable, "-m", "specexp", *FAST, "drafter=none,tiny", "batch=1,4"]
+    argv = [sys.executable, "-m", "specexp", *FAST, "drafter=none,tiny", "batch=1,2,4"]
     argv += [f"tracking.uri=sqlite:///{work / 'mlflow.db'}", f"hydra.sweep.dir={work}/multirun", "-m"]
     env = {**os.environ, "SPECEXP_OUTPUTS": str(run_outputs(work, shared_outputs))}
     proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600)
@@ -127,7 +127,7 @@ def test_experiment_and_parent_run_read_like_the_sweep(sweep, mlflow_url, browse
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     runs = store.search_runs([exp.experiment_id])
     (parent,) = [r for r in runs if r.data.tags.get("specexp.role") == "parent"]
-    assert parent.info.run_name == "torch/tiny: drafter none,tiny × batch 1,4"
+    assert parent.info.run_name == "torch/tiny: drafter none,tiny × batch 1–4"  # the name shortens
 
     # The link specexp prints: MLflow 3.17's UI starts on GenAI unless told (or a click remembered it).
     browser.get(f"{mlflow_url}/{tracking.ui_path(exp.experiment_id)}")
@@ -137,10 +137,15 @@ def test_experiment_and_parent_run_read_like_the_sweep(sweep, mlflow_url, browse
     assert "No data available" not in page
 
     browser.get(f"{mlflow_url}/{tracking.ui_path(exp.experiment_id, parent.info.run_id)}")
-    page = wait_for_text(browser, "4 points, 0 failed", "drafter=tiny batch=4")
+    page = wait_for_text(browser, "6 points, 0 failed", "drafter=tiny batch=4")
     screenshot(browser, "parent-run", tmp_path)
     verdict = ("tiny pays", "tiny loses", "tiny: no measurable difference")
     assert any(v in page for v in verdict), page[:3000]  # the verdict, in the run's description
-    assert "4 points, 0 failed" in page
+    assert "6 points, 0 failed" in page
     for name in ("drafter=none batch=1", "drafter=none batch=4", "drafter=tiny batch=1", "drafter=tiny batch=4"):
         assert name in page, (name, page[:3000])  # its points, listed as child runs
+    # the parameters list the swept values exactly, where the name shortens them to a range
+    assert parent.data.params["swept.batch"] == "1,2,4"
+    page = wait_for_text(browser, "swept.batch", "1,2,4")
+    screenshot(browser, "parent-params", tmp_path)
+    assert "swept.batch" in page and "1,2,4" in page and "1–4" not in page.split("swept.batch", 1)[1][:40], page[:3000]

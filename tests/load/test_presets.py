@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from specexp import config
 from specexp.config import ConfigError
 
 
@@ -18,9 +19,14 @@ def sharegpt(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("preset", ["model=kimi_k25", "drafter=ttt5", "drafter=eagle3_10k"])
 def test_real_model_presets_default_to_a_chat_dataset(make_config, monkeypatch, sharegpt: Path, preset: str) -> None:
     monkeypatch.delenv("SPECEXP_SHAREGPT", raising=False)
+    if packaged := config.packaged_sharegpt():  # specexp[sharegpt]: the canonical file, no variable
+        assert packaged.endswith("ShareGPT_V3_unfiltered_cleaned_split.json")
+        assert make_config("engine=sglang", "drafter=ttt5", preset).workload.path == packaged
+    monkeypatch.setattr(config, "packaged_sharegpt", lambda: None)  # without the extra
     with pytest.raises(ConfigError, match=r"\$SPECEXP_SHAREGPT, which is not set") as err:
         make_config("engine=sglang", preset)
     assert err.value.key == "workload.path" and "export SPECEXP_SHAREGPT=" in str(err.value)
+    assert "pip install 'specexp[sharegpt]'" in str(err.value)
     monkeypatch.setenv("SPECEXP_SHAREGPT", str(sharegpt))
     cfg = make_config("engine=sglang", "drafter=ttt5", preset)
     assert (cfg.workload.kind, cfg.workload.api, cfg.workload.path) == ("sharegpt", "chat", str(sharegpt))
