@@ -427,6 +427,9 @@ def holding(capacity: int) -> Iterator[None]:
     """Keep up to ``capacity`` servers up at once inside (a sweep's arms taking turns); every one
     is stopped on the way out. Called in the main thread: the teardown's signal handlers can only be
     installed there, and the arms' threads launch the servers."""
+    if _kept_up:  # inside keep_up: the servers outlive this block
+        yield
+        return
     _pool._hook()
     _pool.capacity = max(1, capacity)
     try:
@@ -434,6 +437,23 @@ def holding(capacity: int) -> Iterator[None]:
     finally:
         _pool.stop()
         _pool.capacity = 1
+
+
+_kept_up = False  # inside keep_up
+
+
+@contextlib.contextmanager
+def keep_up(capacity: int) -> Iterator[None]:
+    """Keep up to ``capacity`` servers up across every ``holding`` block inside (the launches of a
+    search, run one after another in this process): such a block then leaves its servers for the next
+    one with the same server key instead of stopping them; all are stopped on the way out."""
+    global _kept_up
+    with holding(capacity):
+        _kept_up = True
+        try:
+            yield
+        finally:
+            _kept_up = False
 
 
 @contextlib.contextmanager

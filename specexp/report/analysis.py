@@ -188,6 +188,12 @@ def _ratios(rows: Sequence[PointResult]) -> dict[int, tuple[dict[str, Estimate],
     return out
 
 
+def used_ratios(rows: Sequence[PointResult]) -> dict[int, dict[str, Estimate]]:
+    """Per speculative row with a baseline, the ratio estimates the verdict's series read (paired
+    where the arms' windows took turns, else unpaired)."""
+    return {i: used for i, (used, _, _) in _ratios(rows).items()}
+
+
 def as_metrics(
     found: dict[int, tuple[dict[str, Estimate], dict[str, Estimate], int]],
 ) -> dict[int, dict[str, float]]:
@@ -255,12 +261,25 @@ def crossover_interval(points: dict[float, Estimate], level: float = 1.0, draws:
     least a tail of draws below ``level``, each of which first crosses at or before it, so the lower
     bound is at or before it; a point whose class is not "loses" has at least a tail of draws at or
     above it, each of which last crosses at or after it, so the upper bound is at or after it."""
+    return crossing_bounds(*crossing_draws(points, level, draws))
+
+
+def crossing_draws(
+    points: dict[float, Estimate], level: float = 1.0, draws: int = DRAWS
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last crossing of each of ``draws`` curves drawn from the points' sampling
+    distributions (Estimate.draws, seeded): what crossover_interval reads, for a search to read too."""
     rng = np.random.default_rng(0)
     xs = sorted(points)
     curves = np.column_stack([points[x].draws(rng, draws) for x in xs])
-    first, last = crossings(xs, curves, level)
-    tail = tail_count(draws)
-    return float(np.sort(first)[tail - 1]), float(np.sort(last)[draws - tail])
+    return crossings(xs, curves, level)
+
+
+def crossing_bounds(first: np.ndarray, last: np.ndarray) -> tuple[float, float]:
+    """crossover_interval's bounds from drawn crossings: the 2.5% tail of the first ones from below,
+    of the last ones from above."""
+    tail = tail_count(len(first))
+    return float(np.sort(first)[tail - 1]), float(np.sort(last)[len(last) - tail])
 
 
 def _excess(p: Estimate, c: Estimate, n: Estimate) -> float:

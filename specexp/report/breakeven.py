@@ -2,14 +2,15 @@
 over the speedups measured so far (batch -> Estimate), so that a search can be tried on synthetic
 curves as well as run (specexp.sweep.crossover).
 
-The break-even's distribution is read as analysis.crossover_interval reads it: every batch's speedup
-drawn from its own t distribution, all batches together, and each draw's crossing (linear in log2
-batch between the last batch at or above 1 and the next); its 95% interval is the 2.5th and 97.5th
-percentiles of the crossings. The next batch (``median_rule``) is the unmeasured whole batch that
-splits those crossings most evenly: each measurement then halves the probability of where the
-break-even may lie, as bisection halves a bracket, but it goes where the measured curve puts the
-crossing rather than to the bracket's middle. Log-scale bisection (``bisection_rule``) is the
-baseline it is measured against (tests/unit/test_crossover.py).
+The break-even's distribution is the verdict's (analysis.crossing_draws, crossover_interval): every
+batch's speedup (analysis.used_ratios: paired where the arms' windows took turns) drawn from its own
+sampling distribution on the engine's quantile grid (stats.DRAWS; a log-scale ratio drawn
+asymmetrically, as its interval is), all batches together; its 95% interval is the verdict's. The
+next batch (``median_rule``) is the unmeasured whole batch that splits the drawn (last) crossings
+most evenly: each measurement then halves the probability of where the break-even may lie, as
+bisection halves a bracket, but it goes where the measured curve puts the crossing rather than to
+the bracket's middle. Log-scale bisection (``bisection_rule``) is the baseline it is measured
+against (tests/unit/test_crossover.py).
 
 A batch is worth measuring only inside the interval, and not between two measured batches whose own
 speedup intervals both hold 1 once clear batches bound that unclear zone on both sides: there a new
@@ -25,17 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specexp.metrics.stats import Estimate, combine
-from specexp.report.analysis import CROSSOVER_DRAWS, breaks_trend, speedup_estimates
+from specexp.metrics.stats import DRAWS, Estimate, combine, side
+from specexp.report.analysis import breaks_trend, crossing_bounds, crossing_draws, used_ratios
 from specexp.result import PointResult
 
 Points = Mapping[int, Estimate]  # batch -> the drafter's speedup over drafter=none there
 # (crossings drawn, candidate batches, measured points) -> the batch to measure next
 Rule = Callable[[np.ndarray, Sequence[int], Points], int]
-
-# The rows measured so far -> each speculative row's (by index) speedup estimates, by key: the search
-# reads the speedup through this (analysis.speedup_estimates by default).
-Speedups = Callable[[Sequence[PointResult]], dict[int, dict[str, Estimate]]]
 
 SEARCHING, LOCATED, ABOVE, BELOW, NOISE, BUDGET = "searching", "located", "above", "below", "noise", "budget"
 
@@ -69,61 +66,29 @@ class Step:
     bracket: tuple[int, int] | None = None  # located: the measured batches that hold the interval
 
 
-def batch_speedups(rows: Sequence[PointResult], speedups: Speedups = speedup_estimates) -> dict[int, Estimate]:
+def batch_speedups(rows: Sequence[PointResult]) -> dict[int, Estimate]:
     """The drafter's speedup (output throughput over drafter=none) at each batch of ``rows``, one
-    setting's points, combined over its launches."""
+    setting's points, as the verdict reads it (analysis.used_ratios), combined over its launches."""
     found: dict[int, list[Estimate]] = {}
-    for i, ratios in speedups(rows).items():
+    for i, ratios in used_ratios(rows).items():
         if "speedup" in ratios:
             found.setdefault(rows[i].batch, []).append(ratios["speedup"])
     return {b: combine(parts) for b, parts in sorted(found.items())}
 
 
-def crossings(xs: Sequence[float], curves: np.ndarray, level: float = 1.0) -> np.ndarray:
-    """Each curve's (row's) break-even, as analysis.crossover finds it, at once for all rows: linear
-    in log2(x) across the last fall from >= ``level`` to below it; +inf for a curve never below
-    ``level`` (the crossing lies past the largest x), -inf for one that never falls from it."""
-    above = curves >= level
-    if len(xs) < 2:
-        return np.where(above[:, 0], math.inf, -math.inf)
-    log_x = np.log2(np.asarray(xs, dtype=float))
-    falls = above[:, :-1] & ~above[:, 1:]
-    last = falls.shape[1] - 1 - np.argmax(falls[:, ::-1], axis=1)  # the last fall of each row
-    rows = np.arange(len(curves))
-    s0, s1 = curves[rows, last], curves[rows, last + 1]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # rows without a fall: discarded
-        at = 2 ** (log_x[last] + (s0 - level) / (s0 - s1) * (log_x[last + 1] - log_x[last]))
-    return np.where(falls.any(axis=1), at, np.where(above.all(axis=1), math.inf, -math.inf))
-
-
-def crossing_draws(points: Points, level: float = 1.0, draws: int = CROSSOVER_DRAWS) -> np.ndarray:
-    """The break-even of ``draws`` curves drawn from the points' estimates, seeded and drawn in the
-    order analysis.crossover_interval draws them, so that the two agree on the interval."""
-    rng = np.random.default_rng(0)
-    xs = sorted(points)
-    curves = np.column_stack([points[x].draws(rng, draws) for x in xs])
-    return crossings(xs, curves, level)
-
-
-def interval(drawn: np.ndarray) -> tuple[float, float]:
-    """The 95% interval of drawn crossings, as analysis.crossover_interval takes it."""
-    return float(np.percentile(drawn, 2.5, method="lower")), float(np.percentile(drawn, 97.5, method="higher"))
-
-
-def _unclear(est: Estimate, level: float) -> bool:
-    return est.lo <= level <= est.hi
-
-
 def _noise_bound(points: Points, b: int, level: float) -> bool:
     """Whether ``b`` lies between two measured batches whose speedup intervals both hold ``level``,
     inside a zone that clear batches bound on both sides (one that pays below, one that loses above):
-    there a new batch is as unclear as its neighbours, and only more windows settle it."""
+    there a new batch is as unclear as its neighbours, and only more windows settle it. The classes
+    are the verdict's (stats.side)."""
     below = [x for x in points if x < b]
     above = [x for x in points if x > b]
     a, c = max(below), min(above)
-    if not (_unclear(points[a], level) and _unclear(points[c], level)):
+    if side(points[a], level) or side(points[c], level):
         return False
-    return any(points[x].lo > level for x in below if x < a) and any(points[x].hi < level for x in above if x > c)
+    return any(side(points[x], level) > 0 for x in below if x < a) and any(
+        side(points[x], level) < 0 for x in above if x > c
+    )
 
 
 def candidates(points: Points, search: Search, lo: float, hi: float) -> list[int]:
@@ -167,7 +132,7 @@ def bisection_rule(drawn: np.ndarray, options: Sequence[int], points: Points) ->
     return min(inside, key=lambda b: abs(math.log2(b) - middle))
 
 
-def next_step(points: Points, search: Search, rule: Rule = median_rule, draws: int = CROSSOVER_DRAWS) -> Step:
+def next_step(points: Points, search: Search, rule: Rule = median_rule, draws: int = DRAWS) -> Step:
     """The search's next move from the batches measured so far (a batch that breaks the curve,
     analysis.breaks_trend, set aside as the verdict sets it aside): an end not yet measured, else
     stop (located, outside the range, as narrow as the noise allows, out of budget), else the batch
@@ -176,8 +141,8 @@ def next_step(points: Points, search: Search, rule: Rule = median_rule, draws: i
         if end not in points:
             return Step(end, SEARCHING)
     trusted = {b: e for b, e in points.items() if b not in breaks_trend(points)}  # as the verdict reads them
-    drawn = crossing_draws(trusted, search.level, draws)
-    lo, hi = interval(drawn)
+    first, drawn = crossing_draws(trusted, search.level, draws)
+    lo, hi = crossing_bounds(first, drawn)  # crossover_interval(trusted), from the same draws
     if lo == math.inf:
         return Step(None, ABOVE, lo, hi)
     if hi == -math.inf:

@@ -5,7 +5,7 @@ lengths (``+sweep=crossover_map``) or of any sweep over batch x workload.input_l
 Each row is one prompt length. Between measured batches the speedup is interpolated linearly in
 log2(batch), the way the break-even itself is read (analysis.crossover); the measured batches are
 marked and labelled with their speedups, so the eye can tell measurement from interpolation. The
-band is each row's 95% break-even interval (breakeven.crossing_draws), clipped to the measured range
+band is each row's 95% break-even interval (analysis.crossover_interval, as the verdict reads it), clipped to the measured range
 where it is open.
 """
 
@@ -21,26 +21,22 @@ from matplotlib.figure import Figure
 
 from specexp.metrics.stats import Estimate
 from specexp.report import breakeven
-from specexp.report.analysis import crossover, speedup_estimates
-from specexp.report.breakeven import Speedups
+from specexp.report.analysis import crossover, crossover_interval
 from specexp.result import PointResult
 
 INPUT_LEN = "workload.input_len"
 
 
-def speedup_map(rows: Sequence[PointResult], speedups: Speedups = speedup_estimates) -> dict[int, dict[int, Estimate]]:
+def speedup_map(rows: Sequence[PointResult]) -> dict[int, dict[int, Estimate]]:
     """Prompt length -> batch -> the drafter's speedup, from the ok points that name their length."""
     lengths = sorted({int(r.params[INPUT_LEN]) for r in rows if INPUT_LEN in r.params})
-    found = {
-        n: breakeven.batch_speedups([r for r in rows if int(r.params.get(INPUT_LEN, -1)) == n], speedups)
-        for n in lengths
-    }
+    found = {n: breakeven.batch_speedups([r for r in rows if int(r.params.get(INPUT_LEN, -1)) == n]) for n in lengths}
     return {n: points for n, points in found.items() if points}
 
 
-def draw_map(rows: Sequence[PointResult], path: Path, speedups: Speedups = speedup_estimates) -> Path | None:
+def draw_map(rows: Sequence[PointResult], path: Path) -> Path | None:
     """The heatmap as a PNG at ``path``; None when fewer than two lengths have speedups."""
-    found = speedup_map(rows, speedups)
+    found = speedup_map(rows)
     if len(found) < 2:
         return None
     lengths = list(found)
@@ -66,7 +62,7 @@ def draw_map(rows: Sequence[PointResult], path: Path, speedups: Speedups = speed
         for k, (b, e) in enumerate(points.items()):  # in batch order, above and below by turns: no overlap
             up = 7 if k % 2 == 0 else -13
             ax.annotate(f"{e.value:.2f}", (b, row), xytext=(0, up), textcoords="offset points", ha="center", fontsize=7)
-        lo, hi = breakeven.interval(breakeven.crossing_draws(points))
+        lo, hi = crossover_interval(points)
         centres.append(row)
         bands.append((min(max(lo, batches[0]), batches[-1]), max(min(hi, batches[-1]), batches[0])))
         point = crossover([(x, e.value) for x, e in points.items()])

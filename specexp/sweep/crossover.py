@@ -9,7 +9,7 @@ search's next batch, and the sweep draws the map of speedup over batch and conte
 (specexp.report.crossover_map).
 
 Every launch holds both arms at one or more batches, their windows taking turns; under the basic
-launcher the two servers stay up from one launch to the next (``servers_kept_up``), so the whole
+launcher the two servers stay up from one launch to the next (``server.keep_up``), so the whole
 search is two server launches. A resumed search (``resume=latest``) reads the points its folder
 holds, makes the same choices again from them and measures only what is missing.
 """
@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 from specexp import server, tracking
@@ -27,8 +26,7 @@ from specexp.config import Config, ConfigError, CrossoverConf
 from specexp.console import console, invalid_config_exits
 from specexp.metrics.stats import Estimate
 from specexp.report import breakeven
-from specexp.report.analysis import speedup_estimates
-from specexp.report.breakeven import SEARCHING, Search, Speedups, Step, batch_speedups
+from specexp.report.breakeven import SEARCHING, Search, Step, batch_speedups
 from specexp.result import BASELINE, PointResult
 from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.grid import SweepFailed
@@ -36,26 +34,6 @@ from specexp.sweep.names import point_names, sweep_params
 from specexp.sweep.plan import Job
 
 INPUT_LEN = "workload.input_len"
-
-
-@contextlib.contextmanager
-def servers_kept_up(capacity: int) -> Iterator[None]:
-    """Up to ``capacity`` servers kept up across the search's launches: each server group's own
-    ``server.holding`` (specexp.sweep.runner) then leaves its servers for the next group with the
-    same server key instead of stopping them; all stop as the search ends. Only for groups that run
-    in this process, one after another (the basic launcher)."""
-    holding = server.holding
-
-    @contextlib.contextmanager
-    def kept(_capacity: int) -> Iterator[None]:
-        yield
-
-    with holding(capacity):
-        server.holding = kept
-        try:
-            yield
-        finally:
-            server.holding = holding
 
 
 def _drafter_override(override: str) -> bool:
@@ -70,13 +48,11 @@ class CrossoverSearch:
         sweeper: LaunchingSweeper,
         conf: CrossoverConf,
         params: dict[str, str],
-        speedups: Speedups = speedup_estimates,
     ) -> None:
         self.sweeper = sweeper
         self.conf = conf
         self.search = Search(conf.batch_min, conf.batch_max, conf.resolution, conf.max_points)
         self.params = params
-        self.speedups = speedups
         self.lens: list[int | None] = list(conf.input_lens) or [None]
         self.steps: dict[int | None, Step] = {}
 
@@ -118,7 +94,7 @@ class CrossoverSearch:
 
     def points(self, run: SweepRun, length: int | None) -> dict[int, Estimate]:
         """The speedups measured so far at ``length``, inside the range."""
-        found = batch_speedups(self.rows(run, length), self.speedups)
+        found = batch_speedups(self.rows(run, length))
         return {b: e for b, e in found.items() if self.search.batch_min <= b <= self.search.batch_max}
 
     def sweep(self, arguments: list[str]) -> SweepRun:
@@ -146,7 +122,7 @@ class CrossoverSearch:
         run.summarize = lambda: self.summarize(run)
 
         def body(run: SweepRun) -> None:
-            kept = contextlib.nullcontext() if self.sweeper.parallel else servers_kept_up(2)
+            kept = contextlib.nullcontext() if self.sweeper.parallel else server.keep_up(2)
             with kept:
                 self.launch(run, self.sweeper.remaining(run, planned))
                 tried = set(ends)
@@ -214,6 +190,6 @@ class CrossoverSearch:
         if len(self.lens) > 1:
             from specexp.report.crossover_map import draw_map  # matplotlib: only when a map is drawn
 
-            figure = draw_map(run.points(), run.sweep_dir / "plots" / "crossover_map.png", self.speedups)
+            figure = draw_map(run.points(), run.sweep_dir / "plots" / "crossover_map.png")
             files += [figure] if figure is not None else []
         return metrics, files, answer

@@ -9,10 +9,13 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from specexp.config import ConfigError, CrossoverConf
+from specexp.config import ConfigError, CrossoverConf, MeasureConfig
+from specexp.metrics import stats
 from specexp.metrics.stats import Estimate, from_interval
-from specexp.report import breakeven
+from specexp.metrics.windows import aggregate
+from specexp.report import analysis, breakeven
 from specexp.report.analysis import crossover_interval
+from specexp.result import PointResult
 from specexp.report.breakeven import Search, Step, bisection_rule, median_rule, next_step
 
 Curve = Callable[[int], float]
@@ -50,13 +53,49 @@ def run_search(curve: Curve, rule, search: Search, half: float = 0.0, seed: int 
         points[step.batch] = from_interval(curve(step.batch) + noise, half or None, 3)
 
 
-def test_crossings_agree_with_the_analysis_interval() -> None:
+def test_the_search_reads_the_verdicts_interval_log_scale_ratios_included() -> None:
+    """The search's interval is analysis.crossover_interval's, from the same draws: paired ratios
+    (log scale, asymmetric) drawn as their intervals are, not as a symmetric t."""
     rng = np.random.default_rng(3)
-    for _ in range(20):
-        xs = sorted(rng.choice(np.arange(1, 65), size=rng.integers(2, 7), replace=False))
-        points = {int(x): Estimate(float(rng.uniform(0.7, 1.3)), float(rng.uniform(0, 0.1)), 2.0) for x in xs}
-        drawn = breakeven.crossing_draws(points, draws=500)
-        assert breakeven.interval(drawn) == pytest.approx(crossover_interval(points, draws=500), rel=1e-12)
+    for k in range(20):
+        xs = sorted(rng.choice(np.arange(2, 64), size=rng.integers(1, 5), replace=False))
+        xs = [1, *map(int, xs), 64]
+        se = float(rng.uniform(0.01, 0.15))
+        scale = "log" if k % 2 else "linear"
+        points = {x: Estimate(float(rng.uniform(0.7, 1.3)), se, 2.0, scale) for x in xs}
+        step = next_step(points, Search(max_points=64), draws=500)
+        trusted = {x: e for x, e in points.items() if x not in analysis.breaks_trend(points)}  # as the verdict
+        assert (step.lo, step.hi) == crossover_interval(trusted, draws=500), points
+
+
+def test_a_log_scale_ratio_is_drawn_asymmetrically() -> None:
+    """A wide paired ratio below 1 at the top end: its interval reaches further above its value than
+    below it, and the break-even is drawn from that, not from a symmetric t of the same width."""
+    ends = {1: Estimate(1.3, 0.01, 2.0)}
+    log = {**ends, 64: Estimate(0.9, 0.3, 2.0, "log")}
+    linear = {**ends, 64: Estimate(0.9, 0.9 * 0.3, 2.0)}
+    assert log[64].hi - 0.9 > 0.9 - log[64].lo
+    assert next_step(log, Search(), draws=999).lo != next_step(linear, Search(), draws=999).lo
+
+
+def measured(drafter: str, batch: int, tputs: list[float], starts: list[float]) -> PointResult:
+    """A closed-loop point measured in windows of 1 s starting at ``starts``."""
+    windows = [
+        {"output_throughput": t, "window_start": s, "window_end": s + 1.0} for t, s in zip(tputs, starts, strict=True)
+    ]
+    metrics = aggregate(windows, MeasureConfig(windows=len(tputs)))
+    return PointResult("ok", "torch", "tiny", drafter, batch, params={"batch": batch}, metrics=metrics, windows=windows)
+
+
+def test_each_batch_speedup_is_the_verdicts_paired_ratio_where_windows_took_turns() -> None:
+    drift = [100.0, 200.0, 150.0, 120.0]  # the machine's drift, shared by partners
+    spec = [d * r for d, r in zip(drift, [1.28, 1.31, 1.30, 1.32], strict=True)]
+    rows = [measured("none", 4, drift, [0.0, 2.0, 4.0, 6.0]), measured("tiny", 4, spec, [1.0, 3.0, 5.0, 7.0])]
+    rows += [measured("none", 8, drift, [10.0, 11.0, 12.0, 13.0]), measured("tiny", 8, spec, [14.0, 15.0, 16.0, 17.0])]
+    found = breakeven.batch_speedups(rows)
+    assert found[4] == stats.paired(spec, drift) and found[4].scale == "log" and found[4].hi - found[4].lo < 0.1
+    unpaired = analysis.used_ratios(rows)[3]["speedup"]  # one arm after the other: the unpaired ratio
+    assert found[8] == unpaired and found[8].hi - found[8].lo > 0.3
 
 
 def test_exact_curves_are_located_to_adjacent_batches_in_fewer_batches_than_bisection() -> None:
