@@ -15,8 +15,8 @@ from specexp.metrics.stats import Estimate, from_interval
 from specexp.metrics.windows import aggregate
 from specexp.report import analysis, breakeven
 from specexp.report.analysis import crossover_interval
-from specexp.result import PointResult
 from specexp.report.breakeven import Search, Step, bisection_rule, median_rule, next_step
+from specexp.result import PointResult
 
 Curve = Callable[[int], float]
 
