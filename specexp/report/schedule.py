@@ -3,9 +3,11 @@ batches merged where one depth is within the interval of the best at all of them
 
 The points are those of a grid over ``drafter.num_steps`` x ``batch`` or of ``+sweep=tune_schedule``;
 the baseline (``drafter=none``) is depth 0, so a batch where speculation does not pay drafts nothing.
-A depth is compared with the batch's best by the ratio of their objectives, a 95% Student-t interval
-over each point's windows (Welch's degrees of freedom, specexp.metrics.stats.ratio); a depth whose
-interval holds 1 cannot be told from the best. A batch whose best was measured in one window only has
+A depth is compared with the batch's best by the ratio of their objectives, made as the verdict makes
+a speedup (specexp.report.analysis.ratio_estimates): paired where the two depths' windows took turns
+(the mean log ratio of partners), else unpaired (specexp.metrics.stats.ratio, Welch's degrees of
+freedom); a depth whose ratio the engine cannot place above or below 1 (stats.side) cannot be told
+from the best. schedule.json says how each ratio was made. A batch whose best was measured in one window only has
 no interval: its range says it is a guess. Batches between two measured ones take the depth of the
 range above them (its first measured batch), and the schedule.json says which ones were not measured.
 """
@@ -13,20 +15,24 @@ range above them (its first measured batch), and the schedule.json says which on
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specexp.metrics.stats import Estimate, combine, ratio
-from specexp.report.analysis import metric_estimate
+from specexp.metrics.stats import Estimate, combine, ratio, side
+from specexp.report.analysis import RATIOS, launch, metric_estimate, ratio_estimates
 from specexp.result import PointResult
 from specexp.schedule import Schedule
 
 HOW = (
-    "95% Student-t intervals over each point's windows; each depth against the batch's best as a ratio "
-    "(first-order errors, Welch df): a depth whose ratio interval holds 1 cannot be told apart from the best"
+    "each depth against the batch's best as a ratio with its 95% interval: paired (the mean log ratio of "
+    "windows that took turns, Student-t over the pairs) where the two arms' windows alternated, else unpaired "
+    "(Student-t over each point's windows, first-order errors, Welch df); per_batch says which (method): a "
+    "depth whose ratio interval holds 1 cannot be told apart from the best"
 )
+# Two arms' rows at one batch -> the ratio of their objectives and how it was made (paired | unpaired).
+Compare = Callable[[Sequence[PointResult], Sequence[PointResult]], tuple[Estimate, str]]
 
 
 def _set(row: PointResult, key: str) -> bool:
@@ -60,15 +66,48 @@ def usable(row: PointResult, objective: str) -> bool:
     )
 
 
-def measured(rows: Sequence[PointResult], objective: str) -> dict[int, dict[int, Estimate]]:
-    """batch -> depth -> the objective's estimate; launches (and trials) of one depth combined."""
-    parts: dict[int, dict[int, list[Estimate]]] = {}
+def arms(rows: Sequence[PointResult], objective: str) -> dict[int, dict[int, list[PointResult]]]:
+    """batch -> depth -> the rows (launches, trials) that measured the objective there."""
+    out: dict[int, dict[int, list[PointResult]]] = {}
     for row in rows:
         depth = depth_of(row) if usable(row, objective) else None
-        est = metric_estimate(row, objective) if depth is not None else None
-        if est is not None:
-            parts.setdefault(row.batch, {}).setdefault(depth, []).append(est)
-    return {b: {d: combine(ests) for d, ests in by.items()} for b, by in parts.items()}
+        if depth is not None and metric_estimate(row, objective) is not None:
+            out.setdefault(row.batch, {}).setdefault(depth, []).append(row)
+    return out
+
+
+def pooled(rows: Sequence[PointResult], objective: str) -> Estimate:
+    """One arm's objective, its launches (and trials) combined."""
+    return combine([est for r in rows if (est := metric_estimate(r, objective)) is not None])
+
+
+def measured(rows: Sequence[PointResult], objective: str) -> dict[int, dict[int, Estimate]]:
+    """batch -> depth -> the objective's estimate; launches (and trials) of one depth combined."""
+    return {b: {d: pooled(rs, objective) for d, rs in by.items()} for b, by in arms(rows, objective).items()}
+
+
+def comparer(objective: str) -> Compare:
+    """How two arms are compared on ``objective``, as the verdict compares a drafter with its baseline:
+    the paired ratio (analysis.ratio_estimates) where, in every launch of one arm, its windows took turns
+    with the other arm's in the same launch, combined over launches; else the unpaired ratio of the arms'
+    pooled estimates."""
+    key = next((k for k, metric in RATIOS["closed"] if metric == objective), None)
+
+    def compare(mine: Sequence[PointResult], theirs: Sequence[PointResult]) -> tuple[Estimate, str]:
+        partner = {launch(r): r for r in theirs if r.windows}
+        parts = []
+        for row in mine if key is not None else ():
+            base = partner.get(launch(row))
+            used, _, pairs = ratio_estimates(row, base) if row.windows and base is not None else ({}, {}, 0)
+            if pairs < 2 or key not in used:
+                break
+            parts.append(used[key])
+        else:
+            if parts:
+                return combine(parts), "paired"
+        return ratio(pooled(mine, objective), pooled(theirs, objective)), "unpaired"
+
+    return compare
 
 
 @dataclass
@@ -78,6 +117,7 @@ class BatchBest:
     best: int
     ties: list[int]  # depths that cannot be told apart from the best (best included)
     guess: bool  # the best has no interval (one window): nothing can be told apart
+    to_best: dict[int, tuple[Estimate, str]] = field(default_factory=dict)  # depth -> its ratio to the best, how
 
     def loss(self, depth: int, maximize: bool) -> float:
         """How far ``depth``'s objective is from the best, as a fraction (0 at the best)."""
@@ -85,16 +125,35 @@ class BatchBest:
         return 1 - r if maximize else r - 1
 
 
-def judge(batch: int, estimates: dict[int, Estimate], maximize: bool) -> BatchBest:
-    """The best depth at one batch (on its interval's conservative end, as the tuner picks) and its ties."""
+def judge(
+    batch: int,
+    estimates: dict[int, Estimate],
+    maximize: bool,
+    versus: Callable[[int, int], tuple[Estimate, str]],
+) -> BatchBest:
+    """The best depth at one batch (on its interval's conservative end, as the tuner picks) and its ties:
+    the depths whose ratio to the best (``versus(depth, best)``) stats.side cannot
+    place above or below 1."""
     best = max(estimates, key=lambda d: estimates[d].lo if maximize else -estimates[d].hi)
     top = estimates[best]
-    ties = []
-    for depth, est in sorted(estimates.items()):
-        r = ratio(est, top) if top.value else Estimate(1.0)
-        if depth == best or (r.known and r.lo <= 1 <= r.hi):
+    ties, to_best = [], {}
+    for depth in sorted(estimates):
+        if depth != best and top.value:
+            to_best[depth] = versus(depth, best)
+        r = to_best[depth][0] if depth in to_best else Estimate(1.0)
+        if depth == best or (r.known and side(r) == 0):
             ties.append(depth)
-    return BatchBest(batch, estimates, best, ties, guess=not top.known)
+    return BatchBest(batch, estimates, best, ties, guess=not top.known, to_best=to_best)
+
+
+def judged(rows: Sequence[PointResult], objective: str, maximize: bool) -> dict[int, BatchBest]:
+    """Every measured batch's best depth and ties, each depth compared with the best by ``comparer``."""
+    compare = comparer(objective)
+    out = {}
+    for batch, by in sorted(arms(rows, objective).items()):
+        estimates = {d: pooled(rs, objective) for d, rs in by.items()}
+        out[batch] = judge(batch, estimates, maximize, lambda d, b, by=by: compare(by[d], by[b]))
+    return out
 
 
 @dataclass
@@ -149,13 +208,12 @@ def merge(bests: list[BatchBest], maximize: bool) -> list[Range]:
 
 def build(rows: Sequence[PointResult], objective: str, maximize: bool) -> dict[str, Any] | None:
     """schedule.json's content, or None when the points measure fewer than one depth at two batches."""
-    by_batch = measured(rows, objective)
-    if len(by_batch) < 2 or not any(len(v) > 1 for v in by_batch.values()):
+    table = judged(rows, objective, maximize)
+    if len(table) < 2 or not any(len(v.estimates) > 1 for v in table.values()):
         return None
-    bests = [judge(b, est, maximize) for b, est in sorted(by_batch.items())]
+    bests = list(table.values())
     ranges = merge(bests, maximize)
     schedule = Schedule(tuple((r.first, r.last, r.depth) for r in ranges))
-    table = {b.batch: b for b in bests}
     pays = schedule.max_depth > 0  # else no depth beats no speculation anywhere: nothing to deploy
     spec = next((r for r in rows if r.speculative and depth_of(r)), None)
     return {
@@ -172,7 +230,7 @@ def build(rows: Sequence[PointResult], objective: str, maximize: bool) -> dict[s
                 "batch_to": r.last,
                 "depth": r.depth,
                 "measured": r.batches,
-                "not_measured": [b for b in range(r.first, r.last + 1) if b not in by_batch],
+                "not_measured": [b for b in range(r.first, r.last + 1) if b not in table],
                 "guess": any(table[b].guess for b in r.batches),
                 "basis": r.basis(table),
             }
@@ -182,7 +240,10 @@ def build(rows: Sequence[PointResult], objective: str, maximize: bool) -> dict[s
             str(b.batch): {
                 "best": b.best,
                 "ties": b.ties,
-                "depths": {str(d): {"value": e.value, "ci95": e.half} for d, e in sorted(b.estimates.items())},
+                "depths": {
+                    str(d): {"value": e.value, "ci95": e.half, **_to_best(b.to_best.get(d))}
+                    for d, e in sorted(b.estimates.items())
+                },
             }
             for b in bests
         },
@@ -195,6 +256,14 @@ def build(rows: Sequence[PointResult], objective: str, maximize: bool) -> dict[s
         else None,
         "sglang_adaptive_config": schedule.sglang_adaptive() if pays else None,
     }
+
+
+def _to_best(compared: tuple[Estimate, str] | None) -> dict[str, Any]:
+    """A depth's ratio to the batch's best as schedule.json records it, with how it was made."""
+    if compared is None:
+        return {}
+    r, method = compared
+    return {"ratio_to_best": {"value": r.value, "lo": r.lo, "hi": r.hi, "method": method}}
 
 
 def lines(data: dict[str, Any], path: Path) -> list[str]:
@@ -253,30 +322,31 @@ def validation(rows: Sequence[PointResult], objective: str = "output_throughput"
     """+sweep=validate_schedule's verdict: at each batch, the schedule against the best static depth
     (no speculation included) as a ratio with its 95% interval; then any drop in the schedule's
     objective across one of its thresholds (batch_to of a range to batch_from of the next)."""
-    ran: dict[int, list[Estimate]] = {}
+    ran: dict[int, list[PointResult]] = {}
     plan: Schedule | None = None
     for row in rows:
-        if scheduled(row) and usable(row, objective) and (est := metric_estimate(row, objective)) is not None:
-            ran.setdefault(row.batch, []).append(est)
+        if scheduled(row) and usable(row, objective) and metric_estimate(row, objective) is not None:
+            ran.setdefault(row.batch, []).append(row)
             plan = plan or Schedule.parse(_ranges(row.params["drafter.schedule"]))
-    static = measured(rows, objective)
+    static = arms(rows, objective)
     if not ran or plan is None:
         return []
+    compare, table = comparer(objective), judged(rows, objective, maximize)
     better, worse = (">", "<") if maximize else ("<", ">")
     out, tally = [], {"beats": [], "ties": [], "loses": []}
     for batch in sorted(ran):
-        mine = combine(ran[batch])
         if batch not in static:
             continue
-        best = judge(batch, static[batch], maximize)
-        r = ratio(mine, static[batch][best.best])
+        best = table[batch]
+        r, method = compare(ran[batch], static[batch][best.best])
+        where = side(r) if maximize else -side(r)  # +1: the schedule is better at 95%
         if not r.known:
             word = "ties"
             how = "no interval (one window): a guess"
-        elif (r.lo > 1) if maximize else (r.hi < 1):
+        elif where > 0:
             word = "beats"
             how = f"{better} at 95%"
-        elif r.lo <= 1 <= r.hi:
+        elif where == 0:
             word = "ties"
             how = "within the 95% interval"
         else:
@@ -285,16 +355,16 @@ def validation(rows: Sequence[PointResult], objective: str = "output_throughput"
         tally[word].append(batch)
         out.append(
             f"batch {batch}: the schedule (depth {plan.depth(batch)}) {word} the best static depth {best.best} "
-            f"({objective} ratio {r.value:.3f} [{r.lo:.3f}, {r.hi:.3f}], {how})"
+            f"({objective} ratio {r.value:.3f} [{r.lo:.3f}, {r.hi:.3f}] {method}, {how})"
         )
     for (_, hi, _), (lo, _, _) in zip(plan.ranges, plan.ranges[1:], strict=False):
         if hi in ran and lo in ran:
-            step = ratio(combine(ran[lo]), combine(ran[hi]))
-            dropped = step.hi < 1 if maximize else step.lo > 1
+            step, method = compare(ran[lo], ran[hi])
+            dropped = side(step) < 0 if maximize else side(step) > 0
             if step.known and dropped:
                 out.append(
                     f"threshold {hi}->{lo}: the schedule's {objective} drops across it "
-                    f"(x{step.value:.3f} [{step.lo:.3f}, {step.hi:.3f}] from batch {hi} to {lo})"
+                    f"(x{step.value:.3f} [{step.lo:.3f}, {step.hi:.3f}] {method}, from batch {hi} to {lo})"
                 )
     summary = "; ".join(f"{w} at batch {', '.join(map(str, bs))}" for w, bs in tally.items() if bs)
     return [f"schedule {plan.override()} against the best static depth: {summary} ({HOW})", *out]

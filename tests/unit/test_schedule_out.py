@@ -2,6 +2,8 @@
 
 import json
 
+from specexp.config import MeasureConfig
+from specexp.metrics.windows import aggregate
 from specexp.report import schedule
 from specexp.result import PointResult
 from specexp.schedule import Schedule
@@ -105,3 +107,27 @@ def test_validation_says_where_the_schedule_beats_ties_and_loses(tmp_path):
     assert per_batch[0].startswith("batch 1: the schedule (depth 3) beats the best static depth 3")
     assert per_batch[2].startswith("batch 5: the schedule (depth 1) loses the best static depth 3")
     assert lines[-1].startswith("threshold 4->5: the schedule's output_throughput drops across it")
+
+
+def windowed(batch: int, depth: int, tputs: list[float], starts: list[float]) -> PointResult:
+    """A point measured in 1 s windows starting at ``starts``, its aggregate as a point records it."""
+    row = point(batch, depth, 0.0)
+    row.windows = [
+        {"output_throughput": t, "window_start": s, "window_end": s + 1.0} for t, s in zip(tputs, starts, strict=True)
+    ]
+    row.metrics = aggregate(row.windows, MeasureConfig(windows=len(tputs)))
+    return row
+
+
+def test_depths_whose_windows_took_turns_are_compared_paired(tmp_path):
+    """Drift shared by partner windows hides a 3% gain unpaired; paired, depth 2 is told from depth 1."""
+    drift = [100.0, 160.0, 120.0, 140.0]
+    deeper = [d * r for d, r in zip(drift, [1.03, 1.031, 1.029, 1.03], strict=True)]
+    turns = [windowed(4, 1, drift, [0.0, 2.0, 4.0, 6.0]), windowed(4, 2, deeper, [1.0, 3.0, 5.0, 7.0])]
+    after = [windowed(8, 1, drift, [10.0, 11.0, 12.0, 13.0]), windowed(8, 2, deeper, [14.0, 15.0, 16.0, 17.0])]
+    data = schedule.build(turns + after, "output_throughput", maximize=True)
+    paired, unpaired = data["per_batch"]["4"], data["per_batch"]["8"]
+    assert paired["best"] == 2 and paired["ties"] == [2]
+    assert paired["depths"]["1"]["ratio_to_best"]["method"] == "paired"
+    assert unpaired["ties"] == [1, 2] and unpaired["depths"]["1"]["ratio_to_best"]["method"] == "unpaired"
+    assert "ratio_to_best" not in paired["depths"]["2"] and "paired" in data["intervals"]
