@@ -28,7 +28,7 @@ from specexp.schedule import Schedule
 HOW = (
     "each depth against the batch's best as a ratio with its 95% interval: paired (the mean log ratio of "
     "windows that took turns, Student-t over the pairs) where the two arms' windows alternated, else unpaired "
-    "(Student-t over each point's windows, first-order errors, Welch df); per_batch says which (method): a "
+    "(Student-t over each point's windows, first-order errors, Welch df), each ratio naming its method: a "
     "depth whose ratio interval holds 1 cannot be told apart from the best"
 )
 # Two arms' rows at one batch -> the ratio of their objectives and how it was made (paired | unpaired).

@@ -2,6 +2,7 @@
 schedule fails before any server, and validate_schedule runs the schedule against its static depths."""
 
 import json
+import re
 
 import pytest
 
@@ -20,6 +21,9 @@ def test_a_depth_by_batch_grid_writes_a_deployable_schedule(specexp) -> None:
     data = json.loads(path.read_text())
     assert data["schedule"][0][0] == 1 and data["schedule"][-1][1] == 2
     assert set(data["per_batch"]["1"]["depths"]) == {"0", "1", "2"}  # the added baseline is depth 0
+    for batch in data["per_batch"].values():  # every depth against the best says how its ratio was made
+        compared = [d["ratio_to_best"] for depth, d in batch["depths"].items() if int(depth) != batch["best"]]
+        assert len(compared) == 2 and {c["method"] for c in compared} <= {"paired", "unpaired"}
     verdict = (run.workdir / "multirun" / "verdict.txt").read_text()
     assert f"depth schedule for output_throughput ({path}): batch 1" in verdict and "batch 1" in run.proc.stderr
     if data["override"]:  # the tiny drafter on two noisy cores may or may not pay
@@ -60,3 +64,4 @@ def test_validate_schedule_runs_each_arm_and_judges_the_schedule(specexp, tmp_pa
     verdict = (run.workdir / "multirun" / "verdict.txt").read_text()
     assert "schedule drafter.schedule=[[1,1,2],[2,2,1]] against the best static depth:" in verdict
     assert "batch 1: the schedule (depth 2)" in verdict and "batch 2: the schedule (depth 1)" in verdict
+    assert re.search(r"batch 1: .* ratio [0-9.]+ \[[0-9.]+, [0-9.]+\] (un)?paired, ", verdict), verdict
