@@ -45,3 +45,24 @@ def check_port(cfg: Config) -> None:
     if port is not None and server.port_in_use(cfg.engine.host, port):
         problem, fix = server.port_in_use_message(cfg.engine.host, port)
         raise ConfigError("engine.port", problem, fix)
+
+
+# What specexp (and Hydra for it) leaves in the folders it makes.
+_SPECEXP_MARKS = {"run": (".hydra", "config.yaml", "results.json"), "sweep": ("sweep.json", "multirun.yaml")}
+
+
+def check_output_folder(key: str, path: Path, kind: str) -> None:
+    """A run or sweep folder given by hand: new, empty, or made by specexp before (a sweep's resumes
+    into it); a folder holding anything else (``/``, a home, a project) is refused before a byte is
+    written into it."""
+    if not path.is_dir():
+        return
+    entries = [p.name for p in path.iterdir()]
+    if not entries or any(name in entries for name in _SPECEXP_MARKS[kind]):
+        return
+    shown = ", ".join(sorted(entries)[:5]) + (", ..." if len(entries) > 5 else "")
+    raise ConfigError(
+        key,
+        f"{path} holds files specexp did not make ({shown}); nothing is written into it",
+        f"give a new or empty folder, e.g. {key}={path / 'specexp'}, or leave {key} at its default",
+    )

@@ -244,7 +244,6 @@ class LaunchingSweeper(Sweeper):
             sweep_dir = folder.find(resume, Path(str(self.config.outputs))) if resume else None
         sweep_dir = sweep_dir or Path(self.config.hydra.sweep.dir)
         record = folder.read_record(sweep_dir)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
         for job_dir, why in folder.broken(sweep_dir).items():  # measured again, like an unfinished attempt
             aside = runner.set_aside(job_dir)
             console.print(f"{job_dir / folder.RESULTS} cannot be read ({why}): set aside as {aside}", soft_wrap=True)
@@ -295,6 +294,7 @@ class LaunchingSweeper(Sweeper):
         """Run ``body`` as the sweep, with a parent run (tracking checked first, before any server
         starts) and, whatever way it ends (done, failed, interrupted), no server left running and the
         summary written."""
+        run.sweep_dir.mkdir(parents=True, exist_ok=True)  # only now: a refused sweep leaves no folder
         multirun = run.sweep_dir / "multirun.yaml"
         if not multirun.exists():  # a resumed sweep keeps the record of how it started
             try:
