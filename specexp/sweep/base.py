@@ -16,6 +16,8 @@ Not a BasicSweeper subclass: Hydra's plugin scan re-executes that module, which 
 from __future__ import annotations
 
 import copy
+import itertools
+import logging
 import queue
 import shlex
 import sys
@@ -40,9 +42,11 @@ from specexp.console import console, invalid_config_exits
 from specexp.point import flat_params
 from specexp.result import PointResult
 from specexp.sweep import folder, plan, resources, runner
-from specexp.sweep.groups import Group, collect, form_groups, next_group, so_far
+from specexp.sweep.groups import Group, collect, form_groups, next_group, restart, so_far
 from specexp.sweep.plan import Job
 from specexp.sweep.recorder import SweepRecorder
+
+log = logging.getLogger("specexp")
 
 Outcome = JobReturn | BaseException  # what a group's launch gave: the job's return, or why it has none
 
@@ -216,9 +220,16 @@ class LaunchingSweeper(Sweeper):
 
         def wait_for(i: int, group: Group) -> None:
             try:
-                outcome: Outcome = self._launch_group(group, sweep_dir)
-            except BaseException as exc:  # a job that failed, was killed or cancelled
-                outcome = exc
+                for tries in itertools.count():
+                    try:
+                        outcome: Outcome = self._launch_group(group, sweep_dir)
+                    except BaseException as exc:  # a job that failed, was killed or cancelled
+                        outcome = exc
+                    if not restart(sweep_dir, group.index, outcome, tries):
+                        break
+                    log.warning(
+                        "server group %d: its job failed to start (%s); starting it again", group.index, outcome
+                    )
             finally:
                 if pool is not None and group.devices is not None:
                     pool.give(group.devices)
