@@ -141,6 +141,7 @@ def check_files(cfg: Config) -> None:
     launches the server) and its dataset; ConfigError naming key, file and line."""
     if not cfg.dry_run and describe(cfg).command is not None:
         checks.check_model_files(cfg)
+        checks.check_reference_memory(cfg)
     check_workload(cfg.workload)
 
 

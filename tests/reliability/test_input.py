@@ -66,3 +66,10 @@ def test_a_sweep_folder_specexp_made_is_still_accepted(ws) -> None:
     again = ws.run("drafter=none", f"hydra.sweep.dir={sweep}", "dry_run=true", "batch=1,2", "-m", timeout=120)
     assert again.returncode == 0, again.stderr[-2000:]
     assert Path(sweep).is_dir()
+
+
+def test_a_batch_the_reference_engine_cannot_hold_is_refused_before_launch_naming_the_limit(ws) -> None:
+    line = one_line(ws.run("drafter=none", "batch=10000000", timeout=120))
+    assert "batch: the reference engine's KV cache for 10000000 requests of 32 tokens needs" in line, line
+    assert "GiB available. Fix: use a batch (and engine.max_running_requests) of at most" in line
+    assert not (ws.outputs / "servers").exists(), "a server was started"
