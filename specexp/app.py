@@ -7,15 +7,21 @@ order (specexp.sweep.runner) and returns their results.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 from hydra.types import RunMode
 from omegaconf import DictConfig
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from specexp import checks, help, point, server, signals, tracking
 from specexp.config import Config, ConfigError
@@ -36,7 +42,7 @@ def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
     if not single and runner.is_group(job_dir):
         return [r.to_json() for r in runner.run_group(job_dir)]
     if single:
-        with invalid_config_exits():
+        with invalid_config_exits(), leaves_no_folder(job_dir):
             cfg = to_config(raw)
             check_single_run(cfg, job_dir)
     else:  # another sweeper's job
@@ -67,6 +73,19 @@ def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
             console.print(f"[red]not in MLflow[/red]: upload later with {hint}", soft_wrap=True)
             raise SystemExit(TRACKING_FAILED)
     return result.to_json()
+
+
+@contextlib.contextmanager
+def leaves_no_folder(job_dir: Path) -> Iterator[None]:
+    """A run refused before it starts leaves no folder behind: Hydra's own files in it are removed
+    (anything else, kept)."""
+    try:
+        yield
+    except ConfigError:
+        hydra_only = {".hydra", f"{HydraConfig.get().job.name}.log"}
+        if job_dir.is_dir() and {p.name for p in job_dir.iterdir()} <= hydra_only:
+            shutil.rmtree(job_dir, ignore_errors=True)
+        raise
 
 
 def check_single_run(cfg: Config, job_dir: Path) -> None:
@@ -101,13 +120,53 @@ def multirun_last(argv: list[str]) -> list[str]:
     return [a for a in argv if a not in MULTIRUN_FLAGS] + flags[:1]
 
 
+INPUT_ERRORS = (ConfigCompositionException, OverrideParseException, MissingConfigException, OmegaConfBaseException)
+
+
+def input_message(exc: BaseException) -> str:
+    """Hydra's or OmegaConf's complaint about the command line in one line: the key and what is
+    wrong with it, a group's options listed."""
+    if isinstance(exc, MissingConfigException) and exc.options:
+        group, _, name = (exc.missing_cfg_file or "").rpartition("/")
+        return f"{group or 'config'}: no option {name!r}. Fix: use one of {', '.join(exc.options)}"
+    if isinstance(exc, OverrideParseException):
+        return f"cannot read the override {exc.override!r}: {' '.join(exc.message.split())}"
+    seen: BaseException | None = exc
+    while seen is not None:
+        key = getattr(seen, "full_key", None)
+        if isinstance(seen, ConfigKeyError | ConfigAttributeError) and key:
+            return f"{key}: no such setting. Fix: check its name (python -m specexp --cfg job lists them)"
+        if key:
+            first = (str(getattr(seen, "msg", "") or seen).strip().splitlines() or [""])[0]
+            return f"{key}: {first}. Fix: give {key} a value of its type (see --cfg job)"
+        seen = seen.__cause__ or seen.__context__
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+FOLDER_KEYS = {"hydra.run.dir": "run", "hydra.sweep.dir": "sweep"}
+
+
+def check_folders(argv: list[str]) -> None:
+    """Folders named on the command line, checked before Hydra writes its own files into them."""
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if sep and key in FOLDER_KEYS and value and "${" not in value:
+            checks.check_output_folder(key, Path(value.strip("'\"")).expanduser(), FOLDER_KEYS[key])
+
+
 def main() -> None:
     # A log line that cannot be written (Hydra's log file on a full disk) is lost, not a traceback:
     # what went wrong is said on the console, and the results say it too.
     logging.raiseExceptions = False
     sys.argv[1:] = multirun_last(sys.argv[1:])
+    with invalid_config_exits():
+        check_folders(sys.argv[1:])
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra's errors reach here, to be said in one line
     try:
         _hydra_main()
     except KeyboardInterrupt as exc:  # the record is complete: one line, no traceback
         console.print(str(exc) or "interrupted", soft_wrap=True, markup=False)
         raise SystemExit(signals.EXIT_CODE) from None
+    except INPUT_ERRORS as exc:  # the command line: a bad value, option or syntax
+        console.print(f"[red]invalid configuration[/red]: {input_message(exc)}", soft_wrap=True)
+        raise SystemExit(2) from None

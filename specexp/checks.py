@@ -5,6 +5,8 @@ traceback after a server start, or someone else's server measured."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 from pathlib import Path
 
 from specexp import server
@@ -45,3 +47,77 @@ def check_port(cfg: Config) -> None:
     if port is not None and server.port_in_use(cfg.engine.host, port):
         problem, fix = server.port_in_use_message(cfg.engine.host, port)
         raise ConfigError("engine.port", problem, fix)
+
+
+# What specexp (and Hydra for it) leaves in the folders it makes.
+_SPECEXP_MARKS = {"run": (".hydra", "config.yaml", "results.json"), "sweep": ("sweep.json", "multirun.yaml")}
+
+
+def check_output_folder(key: str, path: Path, kind: str) -> None:
+    """A run or sweep folder given by hand: new, empty, or made by specexp before (a sweep's resumes
+    into it); a folder holding anything else (``/``, a home, a project) is refused before a byte is
+    written into it."""
+    if not path.is_dir():
+        return
+    entries = [p.name for p in path.iterdir()]
+    if not entries or any(name in entries for name in _SPECEXP_MARKS[kind]):
+        return
+    shown = ", ".join(sorted(entries)[:5]) + (", ..." if len(entries) > 5 else "")
+    raise ConfigError(
+        key,
+        f"{path} holds files specexp did not make ({shown}); nothing is written into it",
+        f"give a new or empty folder, e.g. {key}={path / 'specexp'}, or leave {key} at its default",
+    )
+
+
+_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def kv_cache_bytes(model_dir: Path, slots: int, length: int, dtype: str) -> int | None:
+    """The reference engine's KV cache at its peak for ``slots`` requests of ``length`` tokens: keys
+    and values ``[layers, slots, kv_heads, capacity, head_dim]``, capacity the power of two from 64
+    up that holds ``length``, the old and the doubled cache both held while it grows (1.5x); None
+    when the model's config.json cannot tell."""
+    try:
+        raw = json.loads((model_dir / "config.json").read_text())
+        heads = raw["num_attention_heads"]
+        layers, kv_heads = raw["num_hidden_layers"], raw.get("num_key_value_heads") or heads
+        head_dim = raw.get("head_dim") or raw["hidden_size"] // heads
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        return None
+    capacity = 64
+    while capacity < length:
+        capacity *= 2
+    return 3 * layers * slots * kv_heads * capacity * head_dim * _DTYPE_BYTES.get(dtype, 4)  # 2 (k, v) x 1.5
+
+
+def available_memory() -> int | None:
+    """Bytes this machine can still give (MemAvailable), None where /proc/meminfo does not say."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def check_reference_memory(cfg: Config) -> None:
+    """A batch the reference engine on CPU cannot hold is refused before launch, naming the limit:
+    its KV caches (target and draft model) for ``cfg.capacity`` requests of a random workload's
+    length, against the memory available (the server would otherwise fail every request)."""
+    engine = cfg.engine
+    if engine.name != "torch" or getattr(engine, "device", "cpu") != "cpu" or cfg.workload.kind != "random":
+        return
+    length = cfg.workload.input_len + cfg.workload.output_len + (cfg.drafter.num_draft_tokens or 0)
+    models = [cfg.model.path] + ([cfg.drafter.path] if cfg.drafter.path else [])
+    sizes = [kv_cache_bytes(Path(m).expanduser(), cfg.capacity, length, engine.dtype) for m in models]
+    free = available_memory()
+    if None in sizes or free is None or sum(sizes) <= free:  # type: ignore[arg-type]
+        return
+    need = sum(sizes)  # type: ignore[arg-type]
+    raise ConfigError(
+        "batch",
+        f"the reference engine's KV cache for {cfg.capacity} requests of {length} tokens needs "
+        f"{need / 2**30:.1f} GiB and this machine has {free / 2**30:.1f} GiB available",
+        f"use a batch (and engine.max_running_requests) of at most {max(1, cfg.capacity * free // need)}, or shorter "
+        "workload.input_len/output_len",
+    )

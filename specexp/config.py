@@ -411,6 +411,12 @@ class LoadConfig:
                 f"an open loop needs a rate > 0 requests/s, not {self.rate}",
                 "add rate=4 (requests/s), or rate=1,2,4,8 -m to sweep it",
             )
+        if self.rate == math.inf:  # vllm bench serve's "all at once" is a closed loop's first wave here
+            raise ConfigError(
+                "load.rate",
+                "inf is no arrival rate: every request at once is a burst, not an open loop",
+                "give a finite rate (rate=64), or send them all at once with load=closed batch=<requests>",
+            )
         if not self.burstiness > 0:
             raise ConfigError("load.burstiness", f"{self.burstiness} <= 0", "use 1.0 for Poisson, < 1 for bursts")
         if self.max_concurrency is not None and self.max_concurrency < 1:

@@ -9,10 +9,13 @@ otherwise be an option (offered by Hydra's own error listing) that composes to n
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import functools
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -78,7 +81,25 @@ def to_config(cfg: DictConfig) -> Config:
     with open_dict(cfg):
         cfg.pop("hydra", None)
     try:
-        return OmegaConf.to_object(cfg)  # type: ignore[return-value]
+        config = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", None) or "config"
         raise ConfigError(str(key), str(exc).splitlines()[0], "check the value against conf/ and `--cfg job`") from exc
+    undeclared(cfg, config)
+    return config  # type: ignore[return-value]
+
+
+def undeclared(raw: DictConfig, node: Any, prefix: str = "") -> None:
+    """A key the schemas do not declare (``+workload.num_promts=8``: a typo Hydra's own hint leads
+    to) would be ignored: ConfigError naming the nearest declared key instead."""
+    if not dataclasses.is_dataclass(node):
+        return
+    names = [f.name for f in dataclasses.fields(node)]
+    for key in raw:
+        if key not in names:
+            near = difflib.get_close_matches(str(key), names, n=1)
+            fix = f"did you mean {prefix}{near[0]}?" if near else f"one of {', '.join(prefix + n for n in names)}"
+            raise ConfigError(f"{prefix}{key}", "no such setting", fix)
+        value = getattr(node, str(key))
+        if dataclasses.is_dataclass(value) and isinstance(raw[key], DictConfig):
+            undeclared(raw[key], value, f"{prefix}{key}.")

@@ -23,7 +23,7 @@ def invalid_config_exits() -> Iterator[None]:
     try:
         yield
     except ConfigError as exc:
-        console.print(f"[red]invalid configuration[/red]: {exc}")
+        console.print(f"[red]invalid configuration[/red]: {exc}", soft_wrap=True)
         raise SystemExit(2) from None
 
 

@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import os
+import re
 import signal
 import time
 import uuid
@@ -145,6 +146,7 @@ def check_files(cfg: Config) -> None:
     launches the server) and its dataset; ConfigError naming key, file and line."""
     if not cfg.dry_run and describe(cfg).command is not None:
         checks.check_model_files(cfg)
+        checks.check_reference_memory(cfg)
     check_workload(cfg.workload)
 
 
@@ -487,7 +489,10 @@ def run(
             else "unavailable"
         )
         if result.metrics.get("requests_ok", 0) == 0:
-            raise RuntimeError(f"every measured request failed; first error: {records[0].error if records else '-'}")
+            first = records[0].error if records else "-"
+            raise RuntimeError(
+                f"every measured request failed; first error: {first}{server_cause(log_path, server_log_start)}"
+            )
     except KeyboardInterrupt:
         result.status, result.error = "interrupted", "interrupted (SIGINT)"
         raise
@@ -571,6 +576,23 @@ def _write_records(path: Path, records: list[RequestRecord]) -> None:
     with atomic.replacing(path) as tmp, tmp.open("w") as f:
         for r in records:
             f.write(json.dumps(r.to_json()) + "\n")
+
+
+# An exception's last line (``RuntimeError: ... not enough memory``), not an access log's "500 Internal Server Error".
+CAUSE = re.compile(r"^\s*[\w.]*(Error|Exception)(\s*\[[^]]*\])?:\s|\bout of memory\b", re.IGNORECASE)
+
+
+def server_cause(log_path: Path, start: int) -> str:
+    """The last line of this point's slice of the server log that names an error (the allocation
+    that failed, the exception), for the point's reason: the client only sees "engine failure"."""
+    try:
+        with log_path.open("rb") as f:
+            f.seek(start)
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return ""
+    found = [line.strip() for line in lines if CAUSE.search(line)]
+    return f"; the server's log says: {secrets.scrub(found[-1])[:1000]}" if found else ""
 
 
 def _save_server_log(log_path: Path, start: int, job_dir: Path) -> None:

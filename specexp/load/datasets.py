@@ -108,7 +108,24 @@ def _open(cfg: WorkloadConfig) -> Path:
     path = Path(cfg.path).expanduser()
     if not path.exists():
         raise ConfigError("workload.path", f"{path} does not exist", "point workload.path at the dataset file")
+    _check_utf8(path)
     return path
+
+
+def _check_utf8(path: Path) -> None:
+    """A file that is not UTF-8 named with its line, not left to a UnicodeDecodeError mid-read."""
+    if path.is_dir():
+        return
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ConfigError(
+                    "workload.path",
+                    f"{path}:{number}: not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+                    "save the file as UTF-8, or remove that line",
+                ) from None
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:

@@ -16,6 +16,8 @@ Not a BasicSweeper subclass: Hydra's plugin scan re-executes that module, which 
 from __future__ import annotations
 
 import copy
+import itertools
+import logging
 import queue
 import shlex
 import sys
@@ -40,9 +42,11 @@ from specexp.console import console, invalid_config_exits
 from specexp.point import flat_params
 from specexp.result import PointResult
 from specexp.sweep import folder, plan, resources, runner
-from specexp.sweep.groups import Group, collect, form_groups, next_group, so_far
+from specexp.sweep.groups import Group, collect, form_groups, next_group, restart, so_far
 from specexp.sweep.plan import Job
 from specexp.sweep.recorder import SweepRecorder
+
+log = logging.getLogger("specexp")
 
 Outcome = JobReturn | BaseException  # what a group's launch gave: the job's return, or why it has none
 
@@ -217,9 +221,16 @@ class LaunchingSweeper(Sweeper):
 
         def wait_for(i: int, group: Group) -> None:
             try:
-                outcome: Outcome = self._launch_group(group, sweep_dir)
-            except BaseException as exc:  # a job that failed, was killed or cancelled
-                outcome = exc
+                for tries in itertools.count():
+                    try:
+                        outcome: Outcome = self._launch_group(group, sweep_dir)
+                    except BaseException as exc:  # a job that failed, was killed or cancelled
+                        outcome = exc
+                    if not restart(sweep_dir, group.index, outcome, tries):
+                        break
+                    log.warning(
+                        "server group %d: its job failed to start (%s); starting it again", group.index, outcome
+                    )
             finally:
                 if pool is not None and group.devices is not None:
                     pool.give(group.devices)
@@ -245,7 +256,6 @@ class LaunchingSweeper(Sweeper):
             sweep_dir = folder.find(resume, Path(str(self.config.outputs))) if resume else None
         sweep_dir = sweep_dir or Path(self.config.hydra.sweep.dir)
         record = folder.read_record(sweep_dir)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
         for job_dir, why in folder.broken(sweep_dir).items():  # measured again, like an unfinished attempt
             aside = runner.set_aside(job_dir)
             console.print(f"{job_dir / folder.RESULTS} cannot be read ({why}): set aside as {aside}", soft_wrap=True)
@@ -296,6 +306,7 @@ class LaunchingSweeper(Sweeper):
         """Run ``body`` as the sweep, with a parent run (tracking checked first, before any server
         starts) and, whatever way it ends (done, failed, interrupted), no server left running and the
         summary written."""
+        run.sweep_dir.mkdir(parents=True, exist_ok=True)  # only now: a refused sweep leaves no folder
         multirun = run.sweep_dir / "multirun.yaml"
         if not multirun.exists():  # a resumed sweep keeps the record of how it started
             try:

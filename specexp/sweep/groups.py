@@ -72,6 +72,29 @@ class Group:
         return cls(**{**data, "points": [Point(**p) for p in data["points"]]})
 
 
+def started(sweep_dir: Path, index: int) -> bool:
+    """Whether the group's job ever began (it logs a start in attempts.jsonl, specexp.sweep.runner)."""
+    attempts = Group.folder(sweep_dir, index) / ATTEMPTS
+    try:
+        return any(json.loads(line).get("event") == "start" for line in attempts.read_text().splitlines() if line)
+    except (OSError, ValueError):
+        return False
+
+
+START_RETRIES = 1  # a launcher's job that failed before it began is started again this many times
+
+
+def restart(sweep_dir: Path, index: int, outcome: object, tries: int) -> bool:
+    """Start a group's job again: it failed to start (the launcher raised or reported it failed, e.g.
+    submitit's local controller missing its own log file, and the job never logged a start), and it
+    has retries left. A job that began and then failed, or an interrupt, is not retried: its points
+    are recorded as they ended."""
+    failed = isinstance(outcome, Exception) or (
+        isinstance(outcome, JobReturn) and outcome.status != JobStatus.COMPLETED
+    )
+    return failed and tries < START_RETRIES and not started(sweep_dir, index)
+
+
 def next_group(sweep_dir: Path) -> int:
     """The first group number no folder under ``groups/`` uses yet (a resumed sweep goes on from it)."""
     root = sweep_dir / "groups"

@@ -51,5 +51,5 @@ def test_a_line_without_a_prompt_is_named_by_file_and_line(ws) -> None:
 def test_a_schema_is_not_an_option(ws, choice) -> None:
     run = ws.run(choice)
     assert run.returncode != 0, run.stderr[-3000:]
-    assert "_schema" not in run.stderr.split("Available options")[-1]  # not offered either
+    assert "_schema" not in run.stderr.split("use one of")[-1]  # not offered either
     assert not (ws.outputs / "servers").exists()
