@@ -455,8 +455,8 @@ class MeasureConfig:
     windows: int = 3  # steady windows per point (the least, with rel_ci); 1: no interval
     # Precision target: more windows until output_throughput's 95% half-width / mean <= rel_ci.
     rel_ci: float | None = None
-    max_windows: int = 12  # measured windows per point at most
-    max_s: float | None = None  # seconds of windows per point at most; None: no limit
+    max_windows: int = 12  # the most measured windows per point
+    max_s: float | None = None  # the most seconds of windows per point; None: no limit
     # Whole windows (workload.num_prompts requests in a closed loop at the point's concurrency) run and
     # discarded after the warm-up requests, before the first measured window: the stated warm-up phase.
     warmup_windows: int = 1
