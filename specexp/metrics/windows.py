@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from specexp.config import MeasureConfig
 from specexp.metrics.registry import lookup
+from specexp.metrics.requests import pooled_throughput
 from specexp.metrics.stats import estimate, interval_keys, positive, proportion
 
 TREND_KEY = "output_throughput"  # the window metric precision is judged on
@@ -50,7 +51,8 @@ def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> di
     ``windows`` (measured), ``windows_warmup`` (measured windows discarded: 0, the warm-up is a
     phase before them) and ``windows_settled`` (0 when a cap stopped the point before it had
     ``measure.windows`` windows) say how the point was measured. A precision target missed is no
-    doubt about the point: its interval is just wider."""
+    doubt about the point: its interval is just wider. ``output_throughput_pooled`` is the windows'
+    tokens over their seconds together (a point's rate whatever its windows' lengths)."""
     out: dict[str, float] = {
         "windows": len(windows),
         "windows_warmup": 0,
@@ -66,4 +68,4 @@ def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> di
     if "slo_met" in out:
         trials = out.get("requests_ok", 0.0) + out.get("requests_failed", 0.0)
         out |= interval_keys("slo_attainment", proportion(int(out["slo_met"]), int(trials)))
-    return out
+    return out | pooled_throughput(windows)

@@ -86,3 +86,16 @@ def test_attainment_is_a_binomial_interval_over_requests_and_goodput_stays_posit
 def test_one_window_gives_no_interval() -> None:
     out = aggregate([{"output_throughput": 100.0}], MeasureConfig(windows=1))
     assert out["windows"] == 1 and "output_throughput_ci95" not in out
+
+
+def test_the_pooled_throughput_weighs_each_window_by_its_length() -> None:
+    """Two windows of 100 and 300 tok/s, the second three times as long: their mean rate is 200, the
+    point's rate (Σ tokens / Σ seconds) 250."""
+    windows = [
+        {"output_throughput": 100.0, "window_s": 1.0, "window_output_tokens": 100.0},
+        {"output_throughput": 300.0, "window_s": 3.0, "window_output_tokens": 900.0},
+    ]
+    out = aggregate(windows, MeasureConfig(windows=2))
+    assert out["output_throughput"] == pytest.approx(200.0)
+    assert out["output_throughput_pooled"] == pytest.approx(250.0)
+    assert out["window_s"] == 4.0 and out["window_output_tokens"] == 1000.0
