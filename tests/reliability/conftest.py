@@ -102,6 +102,17 @@ class Workspace:
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
 
+    @contextmanager
+    def started(self, *args: str, fast: bool = True, **env: str) -> Iterator[subprocess.Popen]:
+        """``popen`` for the block's length: a specexp still running when it ends (a failed wait) is killed."""
+        proc = self.popen(*args, fast=fast, **env)
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
     def module(self, module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-m", module, *args],

@@ -15,8 +15,7 @@ POINTS = ["drafter=none", "batch=1,2,3", "workload.num_prompts=20", "workload.ou
 
 @pytest.mark.parametrize("second_after_s", [None, 0.5, 3.0], ids=["once", "twice-at-once", "twice-in-teardown"])
 def test_ctrl_c_says_what_was_kept_in_one_line_and_exits_130(ws, second_after_s) -> None:
-    proc = ws.popen(*POINTS, "-m")
-    try:
+    with ws.started(*POINTS, "-m") as proc:
         wait_for(lambda: list(ws.outputs.glob("multirun/*/1/server.json")), 300, "the second point", proc)
         time.sleep(1)
         proc.send_signal(signal.SIGINT)
@@ -24,10 +23,6 @@ def test_ctrl_c_says_what_was_kept_in_one_line_and_exits_130(ws, second_after_s)
             time.sleep(second_after_s)
             proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, out[-3000:]
     assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
     (sweep,) = ws.sweeps()

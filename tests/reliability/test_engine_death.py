@@ -10,18 +10,13 @@ from tests.reliability.conftest import wait_for
 
 
 def test_engine_killed_mid_window_is_named_and_partial_records_are_kept(ws) -> None:
-    proc = ws.popen("drafter=none", "batch=2", "workload.num_prompts=400", "workload.output_len=32")
-    try:
+    with ws.started("drafter=none", "batch=2", "workload.num_prompts=400", "workload.output_len=32") as proc:
         wait_for(lambda: list(ws.outputs.glob("runs/*/server.json")), 200, "the measured window", proc)
         folder = next(ws.outputs.glob("runs/*"))
         time.sleep(3)  # warm-up done, some measured requests finished
         (engine,) = wait_for(ws.engines, 10, "the engine process")
         os.kill(engine, signal.SIGKILL)
         out, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 1, out[-3000:]
     results = json.loads((folder / "results.json").read_text())
     assert results["status"] == "failed"

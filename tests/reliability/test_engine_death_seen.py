@@ -15,18 +15,13 @@ from tests.reliability.conftest import wait_for
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_engine_death_after_a_window_is_named_and_the_finished_windows_keep_their_metrics(ws, sig) -> None:
     windows = ["measure.windows=12", "measure.max_windows=12", "workload.num_prompts=30", "workload.output_len=32"]
-    proc = ws.popen("drafter=none", "batch=2", *windows)
-    try:
+    with ws.started("drafter=none", "batch=2", *windows) as proc:
         wait_for(lambda: list(ws.outputs.glob("runs/*/server.json")), 200, "the measured windows", proc)
         folder = next(ws.outputs.glob("runs/*"))
         time.sleep(4)  # warm-up done, some windows finished
         (engine,) = wait_for(ws.engines, 10, "the engine process")
         os.kill(engine, sig)
         out, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 1, out[-3000:]
     results = json.loads((folder / "results.json").read_text())
     assert results["status"] == "failed"

@@ -42,15 +42,10 @@ def fill(disk: Path) -> None:
 def test_a_sweep_folder_that_fills_up_ends_failed_with_the_reason_and_no_half_files(ws, small_disk) -> None:
     sweep = small_disk / "sweep"
     slow = ["workload.num_prompts=40", "workload.output_len=32"]
-    proc = ws.popen("drafter=none", "batch=1,2,3", *slow, f"hydra.sweep.dir={sweep}", "-m")
-    try:
+    with ws.started("drafter=none", "batch=1,2,3", *slow, f"hydra.sweep.dir={sweep}", "-m") as proc:
         wait_for(lambda: (sweep / "0" / "results.json").exists(), 300, "the first point", proc)
         fill(small_disk)
         out, _ = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 1, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
     assert "No space left on device" in out and str(sweep) in out
@@ -86,15 +81,10 @@ def test_a_sweep_folder_that_fills_up_ends_failed_with_the_reason_and_no_half_fi
 def test_a_full_mlflow_store_ends_in_exit_3_and_the_sync_line_and_sync_completes_it(ws, small_disk) -> None:
     uri = f"sqlite:///{small_disk / 'mlflow.db'}"
     slow = ["workload.num_prompts=40", "workload.output_len=32"]
-    proc = ws.popen("drafter=none", "batch=1,2", *slow, f"tracking.uri={uri}", "-m")
-    try:
+    with ws.started("drafter=none", "batch=1,2", *slow, f"tracking.uri={uri}", "-m") as proc:
         wait_for(lambda: list(ws.outputs.glob("multirun/*/0/server.json")), 300, "the first point", proc)
         fill(small_disk)
         out, _ = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 3, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
     (sweep,) = ws.sweeps()

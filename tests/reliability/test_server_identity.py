@@ -25,15 +25,10 @@ def test_a_server_that_is_not_the_launched_one_is_never_measured(ws) -> None:
     meantime another server takes the port and answers every readiness probe."""
     port = free_port()
     slow = f"engine.launcher=[{sys.executable},'-c','import time; time.sleep(300)']"
-    proc = ws.popen("drafter=tiny", f"engine.port={port}", slow, "engine.startup_timeout_s=150")
-    try:
+    with ws.started("drafter=tiny", f"engine.port={port}", slow, "engine.startup_timeout_s=150") as proc:
         wait_for(lambda: list(ws.outputs.glob("servers/*.log")), 120, "the slow launch", proc)
         with foreign_server(ws, port):
             out, _ = proc.communicate(timeout=200)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 1, out[-3000:]
     (results,) = [json.loads(p.read_text()) for p in ws.outputs.glob("runs/*/results.json")]
     assert results["status"] == "failed"

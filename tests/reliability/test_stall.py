@@ -15,8 +15,7 @@ STALL_S = 3
 
 def test_a_stopped_engine_fails_its_point_and_the_next_point_gets_a_fresh_server(ws) -> None:
     slow = ["workload.num_prompts=200", "workload.output_len=32", "measure.windows=1", "measure.max_windows=1"]
-    proc = ws.popen("drafter=none", "batch=2,3", *slow, f"engine.stall_s={STALL_S}", "arms=sequential", "-m")
-    try:
+    with ws.started("drafter=none", "batch=2,3", *slow, f"engine.stall_s={STALL_S}", "arms=sequential", "-m") as proc:
         wait_for(lambda: list(ws.outputs.glob("multirun/*/0/server.json")), 200, "the first point's server", proc)
         time.sleep(2)
         (engine,) = wait_for(ws.engines, 10, "the engine process")
@@ -25,10 +24,6 @@ def test_a_stopped_engine_fails_its_point_and_the_next_point_gets_a_fresh_server
         first = wait_for(lambda: list(ws.outputs.glob("multirun/*/0/results.json")), 120, "the stalled point", proc)
         detected = time.monotonic() - stopped
         out, _ = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     print(f"stall detected {detected:.1f} s after SIGSTOP (engine.stall_s={STALL_S})")
     status = Path(f"/proc/{engine}/status")
     assert not status.exists() or "State:\tZ" in status.read_text(), "the stopped engine was not killed"
@@ -47,15 +42,10 @@ def test_a_stopped_engine_fails_its_point_and_the_next_point_gets_a_fresh_server
 
 
 def test_an_engine_stopped_while_starting_fails_within_stall_s_not_the_startup_timeout(ws) -> None:
-    proc = ws.popen("drafter=none", f"engine.stall_s={STALL_S}")
-    try:
+    with ws.started("drafter=none", f"engine.stall_s={STALL_S}") as proc:
         (engine,) = wait_for(ws.engines, 60, "the engine process", proc)
         os.kill(engine, signal.SIGSTOP)
         out, _ = proc.communicate(timeout=60)  # engine.startup_timeout_s is 180 s for engine=torch
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 1, out[-3000:]
     assert f"engine stalled while starting: every process stopped for {STALL_S} s" in out, out[-3000:]
     assert "process state: stopped" in out
