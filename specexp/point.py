@@ -504,7 +504,8 @@ def run(
         result.status, result.error = "failed", f"ConfigError: {exc}"
     except ServerLost as exc:  # the evidence: what was received, the exit code or state, the log's tail
         log.error("%s", exc)
-        result.status, result.error = "failed", f"{exc} ({len(records)} records kept, marked partial)"
+        kept = f"{len(records)} records kept, marked partial" if records else "no records received"
+        result.status, result.error = "failed", f"{exc} ({kept})"
         if records:
             result.tags["specexp.records"] = "partial"
         if windows:  # the windows that finished keep their metrics

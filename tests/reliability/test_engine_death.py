@@ -10,7 +10,10 @@ from tests.reliability.conftest import wait_for
 
 
 def test_engine_killed_mid_window_is_named_and_partial_records_are_kept(ws) -> None:
-    with ws.started("drafter=none", "batch=2", "workload.num_prompts=400", "workload.output_len=32") as proc:
+    no_warmup_window = "measure.warmup_windows=0"  # the kill must land in a measured window
+    with ws.started(
+        "drafter=none", "batch=2", "workload.num_prompts=400", "workload.output_len=32", no_warmup_window
+    ) as proc:
         wait_for(lambda: list(ws.outputs.glob("runs/*/server.json")), 200, "the measured window", proc)
         folder = next(ws.outputs.glob("runs/*"))
         time.sleep(3)  # warm-up done, some measured requests finished

@@ -15,6 +15,7 @@ from tests.reliability.conftest import wait_for
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_engine_death_after_a_window_is_named_and_the_finished_windows_keep_their_metrics(ws, sig) -> None:
     windows = ["measure.windows=12", "measure.max_windows=12", "workload.num_prompts=30", "workload.output_len=32"]
+    windows.append("measure.warmup_windows=0")  # the kill must land after measured windows
     with ws.started("drafter=none", "batch=2", *windows) as proc:
         wait_for(lambda: list(ws.outputs.glob("runs/*/server.json")), 200, "the measured windows", proc)
         folder = next(ws.outputs.glob("runs/*"))
