@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from specexp import atomic, checks, live, secrets, server, signals, tracking
 from specexp.config import Config, ConfigError, TrackingConfig
+from specexp.console import fmt
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
 from specexp.load import progress
@@ -537,8 +538,7 @@ def live_summary(result: PointResult) -> str:
     if result.status != "ok":
         return (result.error or result.status).splitlines()[0][:200]
     m = result.metrics
-    ci = m.get("output_throughput_ci95")
-    shown = f"{m.get('output_throughput', 0.0):,.1f}" + (f" ± {ci:,.1f}" if ci is not None else "") + " tok/s"
+    shown = fmt(m.get("output_throughput", 0.0), 1, m.get("output_throughput_ci95")) + " tok/s"
     if "accept_length" in m:
         shown += f" · accept length {m['accept_length']:.2f}"
     return shown + f" · {int(m.get('windows', 0))} windows"

@@ -53,7 +53,7 @@ _BATCH = 100  # MLflow's limit on params (and a safe size for metrics) per log_b
 # MLflow 3's UI opens an experiment by its kind: without this tag it guesses GenAI and shows traces.
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 # Chatter a user cannot act on: table creation on a new store, the monitor's start/stop lines.
-_QUIET = ("mlflow.store.db.utils", "alembic", "mlflow.system_metrics")
+_QUIET = ("alembic", "mlflow.system_metrics")
 
 
 def store_message(exc: BaseException, limit: int = 1500) -> str:
