@@ -179,7 +179,8 @@ def test_the_depth_preset_on_a_chain_engine_reads_right(specexp) -> None:
     assert line in err  # the console says what verdict.txt says
     (best_row,) = csv.DictReader((run.workdir / "multirun" / "best.csv").open())
     repeated = len(best_row["trials"].split()) > 1
-    assert ("pooled" in line) == repeated
+    best_clause = line.split(";")[0]  # the indistinguishable ones may be pooled too: look at the best's own
+    assert ("pooled" in best_clause) == repeated
     assert ("no single best" in line) == bool(best_row["indistinguishable"])
     (parent,) = [r for r in run.runs() if r.data.tags.get("specexp.role") == "parent"]
     assert line in parent.data.tags["mlflow.note.content"]
