@@ -310,10 +310,10 @@ async def measure_windows(
             acceptance = acceptance_metrics(engine.acceptance(before, after, own))
             by_category = category_metrics(own, engine.request_counts)
             measured = requests.compute(records) | traffic.compute(records) | slo.compute(own, cfg.slo)
-            measured |= server_metrics.latency(before, after)
+            measured |= server_metrics.latency(before, after) | server_metrics.bursts(records)
             measured |= server_metrics.gap(measured)
             if doubt := server_metrics.disagreement(measured):
-                log.warning("window %d: the client and the server disagree by over 5%%: %s", index + 1, doubt)
+                log.warning("window %d: %s", index + 1, doubt)
             windows.append(Window([*warmed, *records], measured | acceptance | by_category | context))
             warmed = []
 

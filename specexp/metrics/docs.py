@@ -65,7 +65,9 @@ from counting chunks; the tag `specexp.token_source` says which. Speculation cou
 engine (counter deltas around the window, or per-request fields); the tag `specexp.acceptance` says
 `measured`, `none` (no speculation) or `unavailable`. The `server_*_ms_mean` keys come from the
 engine's own latency histograms (deltas around each window); a window whose client TPOT or e2e mean is
-more than 5% away from the server's is warned about, and `client_server_gap` carries the figure.
+more than 5% away from the server's is warned about, and `client_server_gap` carries the figure. A window
+whose first chunks the client read late, in bursts (`client_burst_share` above 0.01: it was starved of
+CPU and its timings are its own), is not compared, and the point says so.
 `engine=external` asks the server what it is (`engine.flavor`, tag `specexp.external_flavor`); what a
 plain OpenAI endpoint cannot give is named in the tag `specexp.unavailable`.
 

@@ -639,7 +639,21 @@ METRICS: tuple[Metric, ...] = (
         False,
         "the largest |client / server − 1| over tpot_ms_mean and e2e_ms_mean against the engine's own histograms "
         "(server_tpot_ms_mean, server_e2e_ms_mean); above 0.05 the point warns: the client, not the server, may be "
-        "setting the numbers. Absent when the engine publishes no histograms",
+        "setting the numbers. Absent when the engine publishes no histograms, or when the window was read in bursts "
+        "(client_burst_share above 0.01: not compared)",
+        _M,
+    ),
+    Metric(
+        "client_burst_share",
+        "burst share",
+        "",
+        3,
+        "mean",
+        False,
+        "the share of the measured requests' chunk gaps that collapsed (under 0.1 ms, where no engine steps that "
+        "fast) at the start of their request: its first chunk waited in the client's socket and was read in one "
+        "burst with the next (the client starved of CPU), which shortens TPOT by about this share; above 0.01 the "
+        "window's timings are not compared with the server's (client_server_gap absent) and the point warns",
         _M,
     ),
     *(

@@ -54,7 +54,8 @@ def test_external_endpoint_is_measured_and_left_running(specexp, shared_outputs,
     for w in windows:  # per window: 1 + accepted per verify step (the point's value is their mean)
         assert w["accept_length"] == pytest.approx(1 + w["spec_accepted_tokens"] / w["spec_verify_steps"])
     assert 0 < m["accept_rate"] <= 1
-    assert m["server_tpot_ms_mean"] > 0 and m["server_ttft_ms_mean"] > 0 and "client_server_gap" in m
+    assert m["server_tpot_ms_mean"] > 0 and m["server_ttft_ms_mean"] > 0
+    assert "client_server_gap" in m or m["client_burst_share"] > 0.01  # compared unless read in bursts
     assert logged.data.params["engine.api_key_env"] == "SPECEXP_TEST_KEY"
     assert SECRET not in str(logged.data.params) and SECRET not in str(logged.data.tags)
     for path in (run.workdir / "run").rglob("*"):

