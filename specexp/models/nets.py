@@ -8,18 +8,28 @@ here shows up as a disagreement between engines, not as silently shared code.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 
+@dataclass(frozen=True)
 class Shape:
     """The sizes a Llama layer needs (a slice of a build recipe)."""
 
-    def __init__(self, vocab: int, hidden: int, inter: int, heads: int, kv_heads: int, eps: float, theta: float):
-        self.vocab, self.hidden, self.inter = vocab, hidden, inter
-        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, hidden // heads
-        self.eps, self.theta = eps, theta
+    vocab: int
+    hidden: int
+    inter: int
+    heads: int
+    kv_heads: int
+    eps: float
+    theta: float
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
 
 
 def rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:

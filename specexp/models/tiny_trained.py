@@ -59,10 +59,10 @@ class TrainedRecipe(Recipe):
     seq_len: int = 64
     batch: int = 16
     lr: float = 3e-3
-    target_steps: int = 300
+    target_steps: int = 600
     draft_layers: int = 1
-    draft_steps: int = 100
-    eagle3_steps: int = 120
+    draft_steps: int = 150
+    eagle3_steps: int = 300
     ttt_steps: int = 5
     small_fraction: float = 0.25
     version: int = 1
