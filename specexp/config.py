@@ -26,6 +26,8 @@ class ConfigError(ValueError):
         self.key = key
 
 
+# The models specexp builds itself (specexp.models.<name>), on first use.
+MODEL_BUILDS = ("tiny", "tiny_trained")
 SPEC_METHODS = ("none", "draft_model", "eagle", "eagle3", "mtp", "ngram", "standalone")
 
 # Variables torch.distributed and CUDA read besides NCCL_*; anything else in the nccl group is a typo.
@@ -112,14 +114,14 @@ class ModelConfig:
     trust_remote_code: bool = False
     # Context length the server allocates for; None: the checkpoint's.
     max_model_len: int | None = None
-    # "tiny": built offline into outputs/ on first use (specexp.models.tiny).
+    # "tiny" or "tiny_trained": built offline into outputs/ on first use (specexp.models.<build>).
     build: str | None = None
 
     def __post_init__(self) -> None:
         if self.tp < 1:
             raise ConfigError("model.tp", f"{self.tp} < 1", "use a tensor-parallel size of 1 or more")
-        if self.build not in (None, "tiny"):
-            raise ConfigError("model.build", f"unknown builder {self.build!r}", "use null or 'tiny'")
+        if self.build not in (None, *MODEL_BUILDS):
+            raise ConfigError("model.build", f"unknown builder {self.build!r}", "use null, 'tiny' or 'tiny_trained'")
 
     @property
     def api_name(self) -> str:
@@ -143,7 +145,7 @@ class DrafterConfig:
     num_draft_tokens: int | None = None  # verify width, root included; None: num_steps + 1 for a chain
     prompt_lookup_min: int = 1  # ngram
     prompt_lookup_max: int = 3  # ngram
-    build: str | None = None  # "tiny": built with model=tiny
+    build: str | None = None  # "tiny" / "tiny_trained": built with that model
     # Depth per number of running requests: [[batch_from, batch_to, num_steps], ...] (inclusive, covering
     # 1..the server's capacity) or the path of a schedule.json (specexp.schedule); null: num_steps at every
     # batch. Given one, num_steps becomes its largest depth, the cap every engine sizes its drafts by.

@@ -133,6 +133,10 @@ def ensure_models(cfg: Config) -> None:
         from specexp.models.tiny import ensure_tiny
 
         ensure_tiny(Path(cfg.outputs))
+    if "tiny_trained" in (cfg.model.build, cfg.drafter.build):
+        from specexp.models.tiny_trained import ensure_tiny_trained
+
+        ensure_tiny_trained(Path(cfg.outputs))
 
 
 def prepare(cfg: Config) -> None:

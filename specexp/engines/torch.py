@@ -17,8 +17,14 @@ from specexp.engines.sglang import acceptance as sglang_acceptance
 from specexp.metrics.acceptance import AcceptanceCounts
 from specexp.records import RequestRecord
 
-# The reference engine runs draft models and prompt lookup; EAGLE heads need vLLM or SGLang.
-_METHODS = {"none": None, "draft_model": "draft_model", "standalone": "draft_model", "ngram": "ngram"}
+# The reference engine runs draft models, EAGLE-3 heads and prompt lookup; EAGLE-1 heads need vLLM or SGLang.
+_METHODS = {
+    "none": None,
+    "draft_model": "draft_model",
+    "standalone": "draft_model",
+    "eagle3": "eagle3",
+    "ngram": "ngram",
+}
 
 
 @dataclass
@@ -39,7 +45,7 @@ class TorchEngineConfig(EngineConfig):
             raise ConfigError(
                 "drafter.method",
                 f"the reference engine does not run {d.method} drafters",
-                "use drafter=tiny, tiny_self or ngram here, or engine=vllm / engine=sglang for EAGLE heads",
+                "use drafter=tiny, tiny_self, tiny_eagle3 or ngram here, or engine=vllm / engine=sglang for EAGLE-1",
             )
         if d.topk != 1:
             raise ConfigError("drafter.topk", f"the reference engine drafts a chain, not a top-{d.topk} tree", "use 1")

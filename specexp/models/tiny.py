@@ -20,6 +20,7 @@ import os
 import shutil
 import sysconfig
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -123,7 +124,7 @@ def recipe_hash(recipe: Recipe = Recipe()) -> str:
     return digest.hexdigest()[:16]
 
 
-def _train_tokenizer(recipe: Recipe) -> Tokenizer:
+def train_tokenizer(recipe: Recipe) -> Tokenizer:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -143,7 +144,7 @@ def _train_tokenizer(recipe: Recipe) -> Tokenizer:
     return tok
 
 
-def _save_tokenizer(tok: Tokenizer, recipe: Recipe, out: Path) -> None:
+def save_tokenizer(tok: Tokenizer, recipe: Recipe, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     tok.save(str(out / "tokenizer.json"))
     special = {"bos_token": BOS, "eos_token": EOS}
@@ -154,15 +155,15 @@ def _save_tokenizer(tok: Tokenizer, recipe: Recipe, out: Path) -> None:
         "clean_up_tokenization_spaces": False,
         "chat_template": CHAT_TEMPLATE,
     }
-    _write_json(out / "tokenizer_config.json", config)
-    _write_json(out / "special_tokens_map.json", special)
+    write_json(out / "tokenizer_config.json", config)
+    write_json(out / "special_tokens_map.json", special)
 
 
-def _write_json(path: Path, obj: object) -> None:
+def write_json(path: Path, obj: object) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
-def _llama_config(recipe: Recipe, num_layers: int, bos: int, eos: int, **extra: object) -> dict[str, object]:
+def llama_config(recipe: Recipe, num_layers: int, bos: int, eos: int, **extra: object) -> dict[str, object]:
     return {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
@@ -187,6 +188,21 @@ def _llama_config(recipe: Recipe, num_layers: int, bos: int, eos: int, **extra: 
         "use_cache": True,
         **extra,
     }
+
+
+def eagle3_config(recipe: Recipe, bos: int, eos: int) -> dict[str, object]:
+    """An EAGLE-3 head's config.json as vLLM reads it: one decoder layer over the target's vocabulary,
+    fed the residual streams entering the target's layers ``eagle3_aux_layer_ids``."""
+    return llama_config(
+        recipe,
+        1,
+        bos,
+        eos,
+        architectures=["LlamaForCausalLMEagle3"],
+        draft_vocab_size=recipe.vocab_size,
+        target_hidden_size=recipe.hidden_size,
+        eagle_aux_hidden_state_layer_ids=list(recipe.eagle3_aux_layer_ids),
+    )
 
 
 def _layer(prefix: str, recipe: Recipe, gen: torch.Generator, residual_scale: float, qkv_in: int) -> dict:
@@ -238,37 +254,27 @@ def _eagle3_weights(recipe: Recipe, target: dict[str, torch.Tensor]) -> dict[str
     return weights
 
 
-def _save_model(out: Path, config: dict, weights: dict[str, torch.Tensor], tokenizer_dir: Path) -> None:
+def save_model(out: Path, config: dict, weights: dict[str, torch.Tensor], tokenizer_dir: Path) -> None:
     out.mkdir(parents=True)
-    _write_json(out / "config.json", config)
+    write_json(out / "config.json", config)
     gen_config = {"bos_token_id": config["bos_token_id"], "eos_token_id": config["eos_token_id"]}
-    _write_json(out / "generation_config.json", gen_config)
+    write_json(out / "generation_config.json", gen_config)
     save_file({k: v.contiguous() for k, v in sorted(weights.items())}, str(out / "model.safetensors"))
     for f in tokenizer_dir.iterdir():
         shutil.copyfile(f, out / f.name)
 
 
 def _build(root: Path, recipe: Recipe, digest: str) -> None:
-    tok = _train_tokenizer(recipe)
+    tok = train_tokenizer(recipe)
     bos, eos = tok.token_to_id(BOS), tok.token_to_id(EOS)
-    _save_tokenizer(tok, recipe, root / "tokenizer")
+    save_tokenizer(tok, recipe, root / "tokenizer")
     target = _target_weights(recipe)
-    _save_model(root / "target", _llama_config(recipe, recipe.num_layers, bos, eos), target, root / "tokenizer")
+    save_model(root / "target", llama_config(recipe, recipe.num_layers, bos, eos), target, root / "tokenizer")
     shared = ("model.embed_tokens.", "model.layers.0.", "model.norm.", "lm_head.")
     draft = {k: v for k, v in target.items() if k.startswith(shared)}
-    _save_model(root / "draft", _llama_config(recipe, 1, bos, eos), draft, root / "tokenizer")
-    eagle_config = _llama_config(
-        recipe,
-        1,
-        bos,
-        eos,
-        architectures=["LlamaForCausalLMEagle3"],
-        draft_vocab_size=recipe.vocab_size,
-        target_hidden_size=recipe.hidden_size,
-        eagle_aux_hidden_state_layer_ids=list(recipe.eagle3_aux_layer_ids),
-    )
-    _save_model(root / "eagle3", eagle_config, _eagle3_weights(recipe, target), root / "tokenizer")
-    _write_json(root / "recipe.json", {"hash": digest, "recipe": asdict(recipe)})
+    save_model(root / "draft", llama_config(recipe, 1, bos, eos), draft, root / "tokenizer")
+    save_model(root / "eagle3", eagle3_config(recipe, bos, eos), _eagle3_weights(recipe, target), root / "tokenizer")
+    write_json(root / "recipe.json", {"hash": digest, "recipe": asdict(recipe)})
 
 
 def _paths(root: Path) -> TinyPaths:
@@ -283,32 +289,37 @@ def _stamp(root: Path) -> str | None:
 
 
 def ensure_tiny(outputs: Path, recipe: Recipe = Recipe()) -> TinyPaths:
-    """Build ``<outputs>/models/tiny`` unless its stamp matches the recipe; safe across processes.
+    """Build ``<outputs>/models/tiny`` unless its stamp matches the recipe; safe across processes."""
+    digest = recipe_hash(recipe)
+    return _paths(ensure_build(Path(outputs), "tiny", digest, lambda tmp: _build(tmp, recipe, digest)))
+
+
+def ensure_build(outputs: Path, name: str, digest: str, build: Callable[[Path], None]) -> Path:
+    """``<outputs>/models/<name>``, built by ``build(folder)`` unless its ``recipe.json`` stamp is ``digest``.
 
     The build goes to a temporary sibling and is renamed into place under an exclusive file lock, so a
     reader never sees a half-written model and two concurrent builders do the work once.
     """
-    parent = Path(outputs) / "models"
-    root = parent / "tiny"
-    digest = recipe_hash(recipe)
+    parent = outputs / "models"
+    root = parent / name
     if _stamp(root) == digest:
-        return _paths(root)
+        return root
     parent.mkdir(parents=True, exist_ok=True)
-    with open(parent / ".tiny.lock", "w") as lock:
+    with open(parent / f".{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _stamp(root) != digest:
-            tmp = Path(tempfile.mkdtemp(prefix=".tiny-build-", dir=parent))
+            tmp = Path(tempfile.mkdtemp(prefix=f".{name}-build-", dir=parent))
             tmp.chmod(0o755)
             try:
-                _build(tmp, recipe, digest)
+                build(tmp)
                 if root.exists():
-                    stale = Path(tempfile.mkdtemp(prefix=".tiny-stale-", dir=parent))
-                    os.replace(root, stale / "tiny")
+                    stale = Path(tempfile.mkdtemp(prefix=f".{name}-stale-", dir=parent))
+                    os.replace(root, stale / name)
                     shutil.rmtree(stale)
                 os.replace(tmp, root)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
-    return _paths(root)
+    return root
 
 
 def main(argv: list[str] | None = None) -> None:

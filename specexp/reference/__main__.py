@@ -14,9 +14,9 @@ from tokenizers import Tokenizer
 
 from specexp.reference.chat import ChatTemplate
 from specexp.reference.counters import EngineMetrics
-from specexp.reference.drafters import Drafter, ModelDrafter, NgramDrafter
+from specexp.reference.drafters import Drafter, Eagle3Drafter, ModelDrafter, NgramDrafter
 from specexp.reference.engine import BatchEngine
-from specexp.reference.model import Llama, LlamaConfig
+from specexp.reference.model import Eagle3Head, Llama, LlamaConfig
 from specexp.reference.server import ApiServer, ServerSettings
 from specexp.schedule import Schedule, ScheduleError
 
@@ -31,8 +31,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--served-model-name", required=True)
     p.add_argument("--host", required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--draft-model", type=Path, help="draft checkpoint (implies --speculative-method draft_model)")
-    p.add_argument("--speculative-method", choices=("draft_model", "ngram"))
+    p.add_argument(
+        "--draft-model", type=Path, help="draft checkpoint or EAGLE-3 head (alone: --speculative-method draft_model)"
+    )
+    p.add_argument("--speculative-method", choices=("draft_model", "eagle3", "ngram"))
     p.add_argument("--num-speculative-tokens", type=int, help="draft chain length k")
     p.add_argument(
         "--schedule",
@@ -55,8 +57,8 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.draft_model and args.speculative_method is None:
         args.speculative_method = "draft_model"
     method = args.speculative_method
-    if method == "draft_model" and not args.draft_model:
-        p.error("--speculative-method draft_model needs --draft-model")
+    if method in ("draft_model", "eagle3") and not args.draft_model:
+        p.error(f"--speculative-method {method} needs --draft-model")
     if method == "ngram" and args.draft_model:
         p.error("--draft-model does not go with --speculative-method ngram")
     if method is None and args.num_speculative_tokens is not None:
@@ -92,7 +94,16 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(f"--model {args.model}: no tokenizer.json there")
     try:
         target = LlamaConfig.from_dir(args.model)
-        draft = LlamaConfig.from_dir(args.draft_model) if args.draft_model else None
+        draft = LlamaConfig.from_dir(args.draft_model) if method == "draft_model" else None
+        if method == "eagle3":
+            head = json.loads((args.draft_model / "config.json").read_text())
+            if head.get("architectures") != ["LlamaForCausalLMEagle3"]:
+                raise ValueError(f"--draft-model {args.draft_model} is not a LlamaForCausalLMEagle3 head")
+            if max(head["eagle_aux_hidden_state_layer_ids"]) > target.num_layers:
+                raise ValueError(
+                    f"the head reads layers {head['eagle_aux_hidden_state_layer_ids']}"
+                    f" of a {target.num_layers}-layer target"
+                )
     except (ValueError, KeyError) as exc:
         p.error(f"unsupported checkpoint: {exc}")
     if draft is not None and draft.vocab_size != target.vocab_size:
@@ -113,6 +124,10 @@ def build(args: argparse.Namespace) -> ApiServer:
         same = args.draft_model.resolve() == args.model.resolve()
         draft = target if same else Llama(args.draft_model, dtype, device, rope_len)
         drafter = ModelDrafter(draft, args.max_running_requests)
+    elif args.speculative_method == "eagle3":
+        drafter = Eagle3Drafter(
+            Eagle3Head(args.draft_model, target, dtype, device, rope_len), target, args.max_running_requests
+        )
     elif args.speculative_method == "ngram":
         drafter = NgramDrafter(args.prompt_lookup_min, args.prompt_lookup_max, target.cfg.vocab_size, device)
     metrics = EngineMetrics(k)

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from numpy.lib.stride_tricks import sliding_window_view
 
-from specexp.reference.model import KVCache, Llama
+from specexp.reference.model import Eagle3Head, KVCache, Llama
 from specexp.reference.request import RequestState
 from specexp.reference.sampling import Sampling, sample
 
@@ -84,6 +84,69 @@ class ModelDrafter:
         if width:
             for s, n, a in zip(seqs, lengths, accepted, strict=True):
                 s.draft_len = n + min(a, width - 1)
+
+    def move(self, src: int, dst: int) -> None:
+        self.cache.move(src, dst)
+
+
+class Eagle3Drafter:
+    """EAGLE-3 as vLLM drafts with it: every target forward leaves the residual streams of the head's
+    layers (``target.captured``), fused by ``fc``; position t's fused state and the embedding of token
+    t+1 feed the head, whose KV cache so holds every accepted position. A chain then starts at the last
+    position and each later step feeds the head its own drafted token and its own pre-norm output.
+
+    Per row, ``RequestState.pending`` holds the fused states of the positions the head has not read yet
+    (from ``draft_len`` on): the prompt's after a prefill, the verified and accepted ones after a step.
+    """
+
+    def __init__(self, head: Eagle3Head, target: Llama, slots: int) -> None:
+        self.head = head
+        self.target = target
+        target.capture = head.aux_layers
+        self.cache = KVCache(head.cfg, slots, head.dtype, head.device)
+
+    def prefill(self, seqs: list[RequestState], slot0: int) -> None:
+        fused = self.head.fuse(self.target.captured)
+        for i, s in enumerate(seqs):
+            s.pending = fused[i, : len(s.prompt)]
+            s.draft_len = 0
+
+    def propose(
+        self, seqs: list[RequestState], k_cap: list[int], sampling: Sampling, exponentials: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        device, width = self.head.device, max(k_cap)
+        states = [s.pending for s in seqs]
+        starts = [s.draft_len for s in seqs]
+        tokens = pad(
+            [s.tokens[s.draft_len + 1 : s.draft_len + 1 + len(h)] for s, h in zip(seqs, states, strict=True)], device
+        )
+        hidden = torch.nn.utils.rnn.pad_sequence(states, batch_first=True)
+        start = torch.tensor(starts, device=device)
+        normed, pre = self.head.draft(tokens, hidden, start, max(starts) + tokens.shape[1], self.cache)
+        rows = torch.arange(len(seqs), device=device)
+        last = torch.tensor([len(h) - 1 for h in states], device=device)
+        out, hid = normed[rows, last], pre[rows, last]
+        base = torch.tensor([len(s.tokens) - 2 for s in seqs], device=device)  # the last position read
+        kv = max(len(s.tokens) for s in seqs)
+        drafts, qs = [], []
+        for i in range(width):
+            q = sampling.probs(self.head.logits(out))
+            d = sample(q, exponentials[:, i])
+            drafts.append(d)
+            qs.append(q)
+            if i + 1 < width:
+                step = self.head.draft(d[:, None], hid[:, None], base + i + 1, kv + i, self.cache)
+                out, hid = step[0][:, 0], step[1][:, 0]
+        for s in seqs:
+            s.draft_len, s.pending = len(s.tokens) - 1, None
+        return torch.stack(drafts, 1), torch.stack(qs, 1), torch.tensor(k_cap, device=device)
+
+    def commit(self, seqs: list[RequestState], lengths: list[int], accepted: list[int], width: int) -> None:
+        """The verify forward read positions n-1 .. n-1+width; those up to the last accepted are pending."""
+        fused = self.head.fuse(self.target.captured)
+        for i, (s, a) in enumerate(zip(seqs, accepted, strict=True)):
+            new = fused[i, : min(a, width) + 1]
+            s.pending = new if s.pending is None else torch.cat([s.pending, new])
 
     def move(self, src: int, dst: int) -> None:
         self.cache.move(src, dst)

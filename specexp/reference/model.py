@@ -109,9 +109,18 @@ class KVCache:
 class Llama:
     """Weights as plain tensors, q/k/v and gate/up fused: fewer, larger matmuls per layer."""
 
-    def __init__(self, path: Path, dtype: torch.dtype, device: torch.device, max_len: int) -> None:
-        self.cfg = cfg = LlamaConfig.from_dir(path)
-        raw = load_file(str(path / "model.safetensors"), device="cpu")
+    def __init__(
+        self,
+        path: Path,
+        dtype: torch.dtype,
+        device: torch.device,
+        max_len: int,
+        weights: dict[str, torch.Tensor] | None = None,
+        config: LlamaConfig | None = None,
+    ) -> None:
+        """``weights``/``config``: already read and renamed (an EAGLE-3 head's layer); else ``path``'s."""
+        self.cfg = cfg = config or LlamaConfig.from_dir(path)
+        raw = weights if weights is not None else load_file(str(path / "model.safetensors"), device="cpu")
 
         def w(name: str) -> torch.Tensor:
             if name not in raw:
@@ -142,6 +151,10 @@ class Llama:
         self.cos = angles.cos().to(device=device, dtype=dtype)
         self.sin = angles.sin().to(device=device, dtype=dtype)
         self.dtype, self.device = dtype, device
+        # Layer ids whose incoming residual stream forward() keeps in ``captured`` (an EAGLE-3 head's
+        # inputs; id num_layers: after the last layer, before the norm), as vLLM collects them.
+        self.capture: tuple[int, ...] = ()
+        self.captured: list[torch.Tensor] = []
 
     def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return F.rms_norm(x, weight.shape, weight, self.cfg.rms_norm_eps)
@@ -162,32 +175,117 @@ class Llama:
         device sync) bounds the keys attended to.
         """
         cfg = self.cfg
+        cos, sin, mask, rows, pos = self._placement(tokens, start, kv_len, slot0)
+        cache.reserve(kv_len)
+        x = F.embedding(tokens, self.embed)
+        self.captured = []
+        for i, (ln1, wqkv, wo, ln2, wgu, wdown) in enumerate(self.layers):
+            if i in self.capture:
+                self.captured.append(x)
+            attn = self._attention(
+                F.linear(self._rms(x, ln1), wqkv), (cos, sin, mask, rows, pos), cache, i, slot0, kv_len
+            )
+            x = x + F.linear(attn, wo)
+            gate, up = F.linear(self._rms(x, ln2), wgu).chunk(2, dim=-1)
+            x = x + F.linear(F.silu(gate) * up, wdown)
+        if cfg.num_layers in self.capture:
+            self.captured.append(x)
+        return self._rms(x, self.norm)
+
+    def _placement(self, tokens: torch.Tensor, start: torch.Tensor, kv_len: int, slot0: int) -> tuple:
+        """RoPE tables, causal mask, cache rows and positions of ``tokens`` placed at ``start[b] + t``."""
         b, t = tokens.shape
         pos = start[:, None] + torch.arange(t, device=tokens.device)
         cos, sin = self.cos[pos][:, :, None], self.sin[pos][:, :, None]  # [B, T, 1, hd]
         mask = (torch.arange(kv_len, device=tokens.device) <= pos[:, :, None])[:, None]  # [B, 1, T, L]
         rows = torch.arange(slot0, slot0 + b, device=tokens.device)[:, None]
-        cache.reserve(kv_len)
+        return cos, sin, mask, rows, pos
+
+    def _attention(self, qkv: torch.Tensor, where: tuple, cache: KVCache, layer: int, slot0: int, kv_len: int):
+        """Rotate q and k, write k and v into ``cache`` layer ``layer`` and attend: ``[B, T, heads*hd]``."""
+        cfg = self.cfg
+        cos, sin, mask, rows, pos = where
+        b, t, _ = qkv.shape
         nq, nkv, hd = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim, cfg.head_dim
-        x = F.embedding(tokens, self.embed)
-        for i, (ln1, wqkv, wo, ln2, wgu, wdown) in enumerate(self.layers):
-            q, k, v = F.linear(self._rms(x, ln1), wqkv).split([nq, nkv, nkv], dim=-1)
-            q = self._rope(q.view(b, t, cfg.num_heads, hd), cos, sin)
-            k = self._rope(k.view(b, t, cfg.num_kv_heads, hd), cos, sin)
-            kc, vc = cache.k[i], cache.v[i]
-            kc[rows, :, pos] = k
-            vc[rows, :, pos] = v.view(b, t, cfg.num_kv_heads, hd)
-            attn = F.scaled_dot_product_attention(
-                q.transpose(1, 2),
-                kc[slot0 : slot0 + b, :, :kv_len],
-                vc[slot0 : slot0 + b, :, :kv_len],
-                attn_mask=mask,
-                enable_gqa=True,
-            )
-            x = x + F.linear(attn.transpose(1, 2).reshape(b, t, nq), wo)
-            gate, up = F.linear(self._rms(x, ln2), wgu).chunk(2, dim=-1)
-            x = x + F.linear(F.silu(gate) * up, wdown)
-        return self._rms(x, self.norm)
+        q, k, v = qkv.split([nq, nkv, nkv], dim=-1)
+        q = self._rope(q.view(b, t, cfg.num_heads, hd), cos, sin)
+        k = self._rope(k.view(b, t, cfg.num_kv_heads, hd), cos, sin)
+        kc, vc = cache.k[layer], cache.v[layer]
+        kc[rows, :, pos] = k
+        vc[rows, :, pos] = v.view(b, t, cfg.num_kv_heads, hd)
+        attn = F.scaled_dot_product_attention(
+            q.transpose(1, 2),
+            kc[slot0 : slot0 + b, :, :kv_len],
+            vc[slot0 : slot0 + b, :, :kv_len],
+            attn_mask=mask,
+            enable_gqa=True,
+        )
+        return attn.transpose(1, 2).reshape(b, t, nq)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return F.linear(hidden, self.lm_head).float()
+
+
+class Eagle3Head(Llama):
+    """An EAGLE-3 head (``LlamaForCausalLMEagle3`` checkpoint): ``fc`` fuses the target's residual
+    streams at ``aux_layers``; one decoder layer reads [norm(embed(token)), norm(hidden)] (2 x hidden)
+    with ``hidden`` as its residual; ``norm`` + ``lm_head`` give logits. As in vLLM's llama_eagle3.py,
+    ``forward`` returns the normed output (for logits) and the pre-norm one (the next step's hidden)."""
+
+    def __init__(self, path: Path, target: Llama, dtype: torch.dtype, device: torch.device, max_len: int) -> None:
+        raw_cfg = json.loads((path / "config.json").read_text())
+        if raw_cfg.get("architectures") != ["LlamaForCausalLMEagle3"]:
+            raise ValueError(
+                f"{path}: not a LlamaForCausalLMEagle3 head (architectures={raw_cfg.get('architectures')})"
+            )
+        if raw_cfg.get("draft_vocab_size", raw_cfg["vocab_size"]) != target.cfg.vocab_size:
+            raise ValueError(f"{path}: a head with its own draft vocabulary (d2t) is not supported")
+        raw = load_file(str(path / "model.safetensors"), device="cpu")
+        # Named as a one-layer Llama's weights ("midlayer." is "model.layers.0."), so its loader applies.
+        renamed = {_HEAD_NAMES.get(k, k).replace("midlayer.", "model.layers.0."): v for k, v in raw.items()}
+        renamed.setdefault("model.embed_tokens.weight", target.embed.cpu())
+        super().__init__(path, dtype, device, max_len, weights=renamed, config=_head_config(raw_cfg))
+        self.aux_layers = tuple(raw_cfg["eagle_aux_hidden_state_layer_ids"])
+        self.fc = renamed["fc.weight"].to(device=device, dtype=dtype)
+        self.hidden_norm = renamed["model.layers.0.hidden_norm.weight"].to(device=device, dtype=dtype)
+
+    def fuse(self, states: list[torch.Tensor]) -> torch.Tensor:
+        """The target's captured residual streams ``[B, T, hidden]`` each, into the head's input."""
+        return F.linear(torch.cat(states, -1), self.fc)
+
+    @sdpa_kernel(ATTENTION_BACKENDS)
+    def draft(
+        self, tokens: torch.Tensor, hidden: torch.Tensor, start: torch.Tensor, kv_len: int, cache: KVCache
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(normed, pre-norm) outputs ``[B, T, hidden]`` for ``tokens`` with their ``hidden`` inputs."""
+        where = self._placement(tokens, start, kv_len, 0)
+        cache.reserve(kv_len)
+        ln1, wqkv, wo, ln2, wgu, wdown = self.layers[0]
+        x = torch.cat([self._rms(F.embedding(tokens, self.embed), ln1), self._rms(hidden, self.hidden_norm)], -1)
+        x = hidden + F.linear(self._attention(F.linear(x, wqkv), where, cache, 0, 0, kv_len), wo)
+        gate, up = F.linear(self._rms(x, ln2), wgu).chunk(2, dim=-1)
+        x = x + F.linear(F.silu(gate) * up, wdown)
+        return self._rms(x, self.norm), x
+
+
+_HEAD_NAMES = {"embed_tokens.weight": "model.embed_tokens.weight", "norm.weight": "model.norm.weight"}
+
+
+def _head_config(raw: dict) -> LlamaConfig:
+    """The head's layer as a one-layer Llama's config (its q/k/v read 2 x hidden; nothing else differs)."""
+    heads = raw["num_attention_heads"]
+    return LlamaConfig(
+        vocab_size=raw["vocab_size"],
+        hidden_size=raw["hidden_size"],
+        intermediate_size=raw["intermediate_size"],
+        num_layers=1,
+        num_heads=heads,
+        num_kv_heads=raw.get("num_key_value_heads") or heads,
+        head_dim=raw.get("head_dim") or raw["hidden_size"] // heads,
+        rms_norm_eps=raw.get("rms_norm_eps", 1e-6),
+        rope_theta=raw.get("rope_theta", 10000.0),
+        max_position_embeddings=raw.get("max_position_embeddings", 2048),
+        tie_word_embeddings=False,
+        bos_token_id=raw.get("bos_token_id"),
+        eos_token_ids=(),
+    )

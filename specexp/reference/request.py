@@ -26,6 +26,7 @@ class RequestState:
     generator: torch.Generator | None = None  # None: greedy, no randomness drawn
     tokens: list[int] = field(default_factory=list)  # prompt + generated so far
     draft_len: int = 0  # tokens the draft model's cache holds
+    pending: torch.Tensor | None = None  # EAGLE-3: fused target states of positions draft_len.. not yet drafted on
     drafted: int = 0  # draft tokens proposed for this request: its share of the draft_tokens counter
     drafts: int = 0  # its steps that carried drafts (verify steps): its share of the num_drafts counter
     arrival: float = 0.0  # monotonic seconds it was submitted, and admitted to the running batch

@@ -22,7 +22,7 @@ def test_default_composes(make_config) -> None:
             ["drafter=tiny", "drafter.topk=2", "drafter.num_steps=2", "drafter.num_draft_tokens=9"],
             "drafter.num_draft_tokens",
         ),
-        (["drafter=tiny_eagle3"], "drafter.method"),  # reference engine runs no EAGLE heads
+        (["drafter=tiny_eagle3", "drafter.method=eagle"], "drafter.method"),  # reference engine: no EAGLE-1
         (["decode=0"], "decode"),
         (["+nccl.env.NCCL_IB_DISABLE=1", "+nccl.env.NCLL_TYPO=1"], "nccl.env.NCLL_TYPO"),
         (["+engine.env.NCCL_DEBUG=INFO"], "engine.env.NCCL_DEBUG"),

@@ -1,0 +1,185 @@
+"""``model=tiny_trained``: a small Llama trained on the standard library's sources, with drafters trained
+on it, so acceptance depends on what is asked (code it has learnt vs random ids), not on the weights.
+
+Built offline on CPU in a few minutes (``benchmarks/build_time.py`` measures it) and cached under
+``<outputs>/models/tiny_trained/``, named by the recipe's hash (sizes, seeds, steps and the content
+hashes of the training and held-out text). Folders (each a self-contained checkpoint vLLM loads):
+
+- ``target/``: the trained target (LlamaForCausalLM);
+- ``draft/``: a ``draft_layers``-layer draft model distilled from the target (soft labels);
+- ``eagle3/``: an EAGLE-3 head trained with training-time test over ``ttt_steps`` steps;
+- ``eagle3_ttt1/``: the same head trained with 1 step;
+- ``eagle3_small/``: the ``ttt_steps`` head trained on ``small_fraction`` of the training text.
+
+The held-out modules (``corpus.HELD_OUT``) are never trained on: the code workload of
+``benchmarks/workload_acceptance.py`` reads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from specexp.models import corpus
+from specexp.models.nets import CausalLM, Eagle3Head, Shape
+from specexp.models.tiny import (
+    BOS,
+    CORPUS,
+    EOS,
+    Recipe,
+    eagle3_config,
+    ensure_build,
+    llama_config,
+    save_model,
+    save_tokenizer,
+    train_tokenizer,
+    write_json,
+)
+from specexp.models.train import Windows, distill_draft, train_eagle3, train_target
+
+NAME = "tiny_trained"
+HEADS = ("eagle3", "eagle3_ttt1", "eagle3_small")
+
+
+@dataclass(frozen=True)
+class TrainedRecipe(Recipe):
+    """The tokenizer's and the checkpoints' sizes (as ``Recipe``) plus the training schedule."""
+
+    hidden_size: int = 128
+    intermediate_size: int = 384
+    num_layers: int = 4
+    eagle3_aux_layer_ids: tuple[int, ...] = (1, 2, 4)  # low, mid, high (4: after the last layer)
+    seq_len: int = 64
+    batch: int = 16
+    lr: float = 3e-3
+    target_steps: int = 600
+    draft_layers: int = 1
+    draft_steps: int = 150
+    eagle3_steps: int = 300
+    ttt_steps: int = 5
+    small_fraction: float = 0.25
+    version: int = 1
+
+
+@dataclass(frozen=True)
+class TrainedPaths:
+    root: Path
+    tokenizer: Path
+    target: Path
+    draft: Path
+    eagle3: Path
+    eagle3_ttt1: Path
+    eagle3_small: Path
+
+
+def recipe_hash(recipe: TrainedRecipe = TrainedRecipe()) -> str:
+    text = {"train": corpus.digest(CORPUS), "held_out": corpus.digest(corpus.HELD_OUT)}
+    return hashlib.sha256(json.dumps({"recipe": asdict(recipe), "text": text}, sort_keys=True).encode()).hexdigest()[
+        :16
+    ]
+
+
+def _shape(r: TrainedRecipe) -> Shape:
+    return Shape(
+        r.vocab_size, r.hidden_size, r.intermediate_size, r.num_heads, r.num_kv_heads, r.rms_norm_eps, r.rope_theta
+    )
+
+
+def _stream(tok: object, names: tuple[str, ...]) -> torch.Tensor:
+    """Each module's tokens (BOS first, as the tokenizer adds it) then EOS, all in one stream."""
+    eos = tok.token_to_id(EOS)  # type: ignore[attr-defined]
+    ids: list[int] = []
+    for text in corpus.texts(names):
+        ids += [*tok.encode(text).ids, eos]  # type: ignore[attr-defined]
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def _head(r: TrainedRecipe, target: CausalLM) -> Eagle3Head:
+    """A head whose token embedding is the target's (frozen) and whose LM head starts as the target's."""
+    head = Eagle3Head(_shape(r), len(r.eagle3_aux_layer_ids))
+    with torch.no_grad():
+        head.embed_tokens.weight.copy_(target.model.embed_tokens.weight)
+        head.lm_head.weight.copy_(target.lm_head.weight)
+    head.embed_tokens.weight.requires_grad_(False)
+    return head
+
+
+def _weights(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def _build(root: Path, r: TrainedRecipe, digest: str) -> None:
+    """Deterministic kernels on one thread: the same reduction order on any machine (and on a shared
+    two-core box one thread trains ~10x faster than two fighting the other processes for cores)."""
+    deterministic, threads = torch.are_deterministic_algorithms_enabled(), torch.get_num_threads()
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    try:
+        _train_all(root, r, digest)
+    finally:
+        torch.use_deterministic_algorithms(deterministic)
+        torch.set_num_threads(threads)
+
+
+def _train_all(root: Path, r: TrainedRecipe, digest: str) -> None:
+    t0 = time.monotonic()
+    print(f"building {NAME} ({digest}) into {root.parent}", file=sys.stderr, flush=True)
+    tok = train_tokenizer(r)
+    bos, eos = tok.token_to_id(BOS), tok.token_to_id(EOS)
+    save_tokenizer(tok, r, root / "tokenizer")
+    stream = _stream(tok, CORPUS)
+    shape = _shape(r)
+
+    torch.manual_seed(r.seed)
+    target = CausalLM(shape, r.num_layers)
+    train_target(target, Windows(stream, r.seq_len + 1, r.batch, r.seed), r.target_steps, r.lr)
+    target.eval().requires_grad_(False)
+    save_model(root / "target", llama_config(r, r.num_layers, bos, eos), _weights(target), root / "tokenizer")
+
+    torch.manual_seed(r.seed + 1)
+    draft = CausalLM(shape, r.draft_layers)
+    with torch.no_grad():
+        draft.model.embed_tokens.weight.copy_(target.model.embed_tokens.weight)
+        draft.lm_head.weight.copy_(target.lm_head.weight)
+    distill_draft(draft, target, Windows(stream, r.seq_len, r.batch, r.seed + 1), r.draft_steps, r.lr)
+    save_model(root / "draft", llama_config(r, r.draft_layers, bos, eos), _weights(draft), root / "tokenizer")
+
+    small = stream[: int(len(stream) * r.small_fraction)]
+    runs = {"eagle3": (stream, r.ttt_steps), "eagle3_ttt1": (stream, 1), "eagle3_small": (small, r.ttt_steps)}
+    for name, (data, ttt) in runs.items():
+        torch.manual_seed(r.seed + 2)  # the same initial head for every variant: only the training differs
+        head = _head(r, target)
+        windows = Windows(data, r.seq_len, r.batch, r.seed + 2)
+        train_eagle3(head, target, r.eagle3_aux_layer_ids, windows, ttt, r.eagle3_steps, r.lr, name)
+        save_model(root / name, eagle3_config(r, bos, eos), _weights(head), root / "tokenizer")
+    write_json(root / "recipe.json", {"hash": digest, "recipe": asdict(r)})
+    print(f"built {NAME} in {time.monotonic() - t0:.1f}s", file=sys.stderr, flush=True)
+
+
+def _paths(root: Path) -> TrainedPaths:
+    return TrainedPaths(root, root / "tokenizer", root / "target", root / "draft", *(root / h for h in HEADS))
+
+
+def ensure_tiny_trained(outputs: Path, recipe: TrainedRecipe = TrainedRecipe()) -> TrainedPaths:
+    """Build ``<outputs>/models/tiny_trained`` unless its stamp matches the recipe; safe across processes."""
+    digest = recipe_hash(recipe)
+    return _paths(ensure_build(Path(outputs), NAME, digest, lambda tmp: _build(tmp, recipe, digest)))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m specexp.models.tiny_trained", description=__doc__.splitlines()[0])
+    parser.add_argument("--outputs", type=Path, default=Path("outputs"), help="outputs folder (default: ./outputs)")
+    args = parser.parse_args(argv)
+    paths = ensure_tiny_trained(args.outputs)
+    print(json.dumps({k: str(v) for k, v in asdict(paths).items()}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
