@@ -185,3 +185,19 @@ def test_the_depth_preset_on_a_chain_engine_reads_right(specexp) -> None:
     (parent,) = [r for r in run.runs() if r.data.tags.get("specexp.role") == "parent"]
     assert line in parent.data.tags["mlflow.note.content"]
     assert (run.workdir / "multirun" / "plots" / "study_depth.png").stat().st_size > 10_000
+
+
+def test_the_tree_preset_searches_sglangs_tree_and_a_chain_engines_depth(specexp) -> None:
+    """tune_tree, dry runs: on SGLang depth, top-k and width; on the reference engine (a chain) the
+    depth alone, said once."""
+    tree = specexp(
+        "engine=sglang", "model=kimi_k25", "drafter=ttt5", "+sweep=tune_tree", "batch=4", "dry_run=true", "-m"
+    )
+    assert tree.proc.returncode == 0, tree.proc.stderr[-3000:]
+    (space,) = [x for x in tree.proc.stderr.splitlines() if x.startswith("search space:")]
+    assert all(k in space for k in ("drafter.num_steps", "drafter.topk", "drafter.num_draft_tokens")), space
+    assert "accepts no value" not in tree.proc.stderr
+    chain = specexp("drafter=tiny", "+sweep=tune_tree", "batch=4", "dry_run=true", "-m")
+    assert chain.proc.returncode == 0, chain.proc.stderr[-3000:]
+    err = " ".join(chain.proc.stderr.split())
+    assert "accepts no value of drafter.topk, drafter.num_draft_tokens" in err and "searching drafter.num_steps" in err
