@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import json
 import logging
 import os
 import re
@@ -23,7 +24,7 @@ import socket
 import subprocess
 import time
 import urllib.parse
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from specexp.config import ConfigError, TrackingConfig
 log = logging.getLogger("specexp")
 
 PARENT_ROLE = "parent"
+POINT_ROLE = "point"
 POINT_ID = "specexp.point_id"
 UPLOADED = "specexp.uploaded"
 PROCESS = "specexp.process"  # host:pid:start time of the specexp process that owns a RUNNING run
@@ -52,6 +54,10 @@ TRACKING_FAILED = 3  # exit code: the points are measured and on disk, not all o
 _BATCH = 100  # MLflow's limit on params (and a safe size for metrics) per log_batch call
 # MLflow 3's UI opens an experiment by its kind: without this tag it guesses GenAI and shows traces.
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+# MLflow's UI keeps a saved view of the runs table (filter, sort, columns) in an experiment tag
+# ``mlflow.sharedViewState.<id>`` and opens it from ``?viewStateShareKey=<id>``: without one the runs
+# table shows no metric or parameter column at all.
+VIEW_TAG = "mlflow.sharedViewState."
 # Chatter a user cannot act on: table creation on a new store, the monitor's start/stop lines.
 _QUIET = ("alembic", "mlflow.system_metrics")
 
@@ -179,20 +185,55 @@ def mark_killed(mlflow: MlflowClient, exp_id: str) -> list[str]:
     return killed
 
 
-def ui_path(exp_id: str, run_id: str | None = None) -> str:
-    """The MLflow UI's page of an experiment (or a run) on its runs: MLflow 3's UI otherwise starts
-    on its GenAI pages whatever the experiment's kind, until a user picks "Model training"."""
+def ui_path(exp_id: str, run_id: str | None = None, view: str | None = None) -> str:
+    """The MLflow UI's page of an experiment (or a run, or the runs table in a saved ``view``) on its
+    runs: MLflow 3's UI otherwise starts on its GenAI pages whatever the experiment's kind, until a
+    user picks "Model training"."""
+    if view is not None:  # the runs tab itself: the experiment's page redirects to it, dropping the key
+        return f"#/experiments/{exp_id}/runs?viewStateShareKey={view}&workflowType=machine_learning"
     return f"#/experiments/{exp_id}" + (f"/runs/{run_id}" if run_id else "") + "?workflowType=machine_learning"
+
+
+def ui_url(cfg: TrackingConfig, exp_id: str, run_id: str | None = None, view: str | None = None) -> str:
+    """The page on the tracking server, or on ``mlflow ui --port <tracking.ui_port>`` for a local store."""
+    base = cfg.uri.rstrip("/") if cfg.uri.startswith(("http://", "https://")) else f"http://127.0.0.1:{cfg.ui_port}"
+    return f"{base}/{ui_path(exp_id, run_id, view)}"
 
 
 def ui_hint(cfg: TrackingConfig, exp_id: str, run_id: str | None = None) -> str:
     """Where to look: the page on the tracking server, or how to serve a local store and the page."""
     if cfg.uri.startswith(("http://", "https://")):
-        return f"{cfg.uri.rstrip('/')}/{ui_path(exp_id, run_id)}"
-    port = cfg.ui_port
-    return (
-        f"mlflow ui --backend-store-uri {cfg.uri} --port {port}, then http://127.0.0.1:{port}/{ui_path(exp_id, run_id)}"
-    )
+        return ui_url(cfg, exp_id, run_id)
+    return f"mlflow ui --backend-store-uri {cfg.uri} --port {cfg.ui_port}, then {ui_url(cfg, exp_id, run_id)}"
+
+
+def save_points_view(
+    mlflow: MlflowClient,
+    exp_id: str,
+    sweep_id: str,
+    name: str,
+    params: Sequence[str],
+    metrics: Sequence[str],
+    tags: Sequence[str] = (),
+) -> str:
+    """A saved view of MLflow's runs table holding the sweep's points only (its parent left out, so
+    they are rows of their own rather than folded under it), with ``tags``, ``params`` and
+    ``metrics`` as columns, the first metric's highest first; returns its id for ``ui_path``.
+
+    Written as MLflow's UI writes one ("Views" → "Save as new view"): a JSON envelope whose
+    ``state`` is the view's JSON (the UI reads it plain or deflated); saving it again replaces it."""
+    view = f"specexp-{sweep_id}"
+    columns = [*(f"tags.`{k}`" for k in tags), *(f"params.`{k}`" for k in params)]
+    state = {
+        "searchFilter": f"tags.`specexp.sweep_id` = '{sweep_id}' and tags.`specexp.role` = '{POINT_ROLE}'",
+        "orderByKey": f"metrics.`{metrics[0]}`" if metrics else "attributes.start_time",
+        "orderByAsc": not metrics,
+        "selectedColumns": [*columns, *(f"metrics.`{k}`" for k in metrics)],
+    }
+    now = now_ms()
+    envelope = {"name": name, "createdAt": now, "updatedAt": now, "state": json.dumps(state)}
+    mlflow.set_experiment_tag(exp_id, VIEW_TAG + view, json.dumps(envelope))
+    return view
 
 
 def run_link(cfg: TrackingConfig, run_id: str) -> str:
@@ -298,13 +339,13 @@ def open_point(
     point_id: str | None = None,
 ) -> str:
     """A point's run, RUNNING from ``start_time`` (its measured window's start; default now), under
-    its sweep's parent, tagged with the point's id and this process (KILLED at a later start if the
-    process dies first)."""
+    its sweep's parent, tagged as a point (``specexp.role``, what its sweep's view selects), with the
+    point's id and this process (KILLED at a later start if the process dies first)."""
     mlflow = client(cfg)
     exp_id = experiment_id(mlflow, cfg, outputs)
     parent = find_parent(mlflow, exp_id, sweep_id) if sweep_id else None
     tags = {"mlflow.parentRunId": parent} if parent else {}
-    tags |= {PROCESS: process_tag(), **({POINT_ID: point_id} if point_id else {})}
+    tags |= {"specexp.role": POINT_ROLE, PROCESS: process_tag(), **({POINT_ID: point_id} if point_id else {})}
     return mlflow.create_run(exp_id, start_time=start_time or now_ms(), run_name=run_name, tags=tags).info.run_id
 
 

@@ -120,16 +120,27 @@ def best_per_batch(
 DEPTH_PLOT = "study_depth.png"
 
 
-def depth_plot(rows: Sequence[PointResult], setting: str, objective: str, path: Path) -> Path | None:
-    """The study's objective against ``setting`` (the depth) on the x axis, one line per batch, each
-    configuration's pooled windows as one point with its 95% interval, and each batch's
-    ``drafter=none`` baseline as a dashed line: where speculating pays, and how deep. None when the
-    setting is not a number."""
-    found = arms(rows, [setting], objective)
+def depth_plot(
+    rows: Sequence[PointResult],
+    setting: str,
+    objective: str,
+    path: Path,
+    others: Sequence[str] = (),
+    maximize: bool = True,
+) -> Path | None:
+    """The study's objective against ``setting`` (the depth) on the x axis, one panel per batch (each
+    on its own scale), each configuration's pooled windows as one point with its 95% interval, and
+    the batch's ``drafter=none`` baseline as a dashed line: where speculating pays, and how deep.
+    With ``others`` tuned too (a tree's top-k and width) every configuration is a point at its depth
+    and the line joins the best at each depth (the highest value, or the lowest unless ``maximize``).
+    None when the setting is not a number."""
+    found = arms(rows, [setting, *others], objective)
     points = {
-        b: sorted((float(a.settings[0][1]), a.estimate) for a in found[b] if is_number(a.settings[0][1])) for b in found
+        b: sorted(((float(a.settings[0][1]), a) for a in found[b] if is_number(a.settings[0][1])), key=lambda p: p[0])
+        for b in found
     }
-    if not any(points.values()):
+    points = {b: p for b, p in points.items() if p}
+    if not points:
         return None
     import matplotlib
 
@@ -137,16 +148,32 @@ def depth_plot(rows: Sequence[PointResult], setting: str, objective: str, path: 
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for batch, measured in sorted(points.items()):
-        xs = [x for x, _ in measured]
-        line = ax.errorbar(
+    batches = sorted(points)
+    fig, axes = plt.subplots(len(batches), 1, figsize=(7, 3.2 * len(batches) + 0.8), sharex=True, squeeze=False)
+    for ax, batch in zip(axes[:, 0], batches, strict=True):
+        measured = points[batch]
+        if others:  # every configuration, faint; the line below joins each depth's best
+            ax.errorbar(
+                [x for x, _ in measured],
+                [a.estimate.value for _, a in measured],
+                yerr=[a.estimate.half for _, a in measured],
+                fmt="o",
+                alpha=0.35,
+                capsize=2,
+                label=f"each {', '.join([setting, *others])}",
+            )
+        best: dict[float, Arm] = {}
+        for x, a in measured:
+            if x not in best or (a.estimate.value > best[x].estimate.value) == maximize:
+                best[x] = a
+        xs = sorted(best)
+        ax.errorbar(
             xs,
-            [e.value for _, e in measured],
-            yerr=[e.half for _, e in measured],
+            [best[x].estimate.value for x in xs],
+            yerr=[best[x].estimate.half for x in xs],
             marker="o",
             capsize=3,
-            label=f"batch {batch}",
+            label=f"best at each {setting}" if others else objective,
         )
         base = [
             r.metrics[objective]
@@ -154,13 +181,14 @@ def depth_plot(rows: Sequence[PointResult], setting: str, objective: str, path: 
             if r.ok and not r.speculative and r.batch == batch and r.metrics.get(objective) is not None
         ]
         if base:
-            ax.axhline(base[0], linestyle="--", color=line[0].get_color(), label=f"batch {batch}: drafter=none")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # depths are whole numbers
-    ax.set_xlabel(setting)
-    ax.set_ylabel(objective)
-    ax.set_title(f"{objective} by {setting} (95% intervals; repeated configurations pooled)")
-    ax.legend()
-    ax.grid(alpha=0.3)
+            ax.axhline(base[0], linestyle="--", color="grey", label="drafter=none")
+        ax.set_title(f"batch {batch}")
+        ax.set_ylabel(objective)
+        ax.legend(fontsize="small")
+        ax.grid(alpha=0.3)
+    axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))  # depths are whole numbers
+    axes[-1, 0].set_xlabel(setting)
+    fig.suptitle(f"{objective} by {setting} (95% intervals; repeated configurations pooled)")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)

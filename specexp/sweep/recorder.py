@@ -13,12 +13,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from mlflow import MlflowClient
+
 from specexp import atomic, live, point, tracking
 from specexp.config import TrackingConfig
 from specexp.console import console, points_table
+from specexp.metrics.registry import table_keys
 from specexp.report.analysis import METHOD_TAG, apply
 from specexp.report.markdown import points_markdown
-from specexp.report.summary import summary_rows, write_csv
+from specexp.report.summary import TRIAL, summary_rows, write_csv
 from specexp.report.verdict import verdicts
 from specexp.result import PointResult
 from specexp.sweep import folder
@@ -44,6 +47,8 @@ class SweepRecorder:
     settings: list[str] = field(default_factory=list)  # keys shown as table columns (a study's tuned ones)
     untracked: bool = False  # something did not reach MLflow: specexp.sync uploads it later
     disk_error: str | None = None  # the first write to the sweep folder that failed
+    swept: list[str] = field(default_factory=list)  # the swept keys: columns of the points' view in MLflow
+    view: str | None = None  # that view's id, once saved
 
     @classmethod
     def start(
@@ -73,6 +78,7 @@ class SweepRecorder:
                     "with tracking.enabled=false and upload later with python -m specexp.sync"
                 ) from None
         recorder = cls(tracking_cfg, outputs, sweep_id, sweep_dir, parent, kind, list(settings))
+        recorder.swept = [k.removeprefix("swept.") for k in params if k.startswith("swept.")]
         with recorder._writing():
             recorder._write_record("running", name, params)
         return recorder
@@ -188,6 +194,25 @@ class SweepRecorder:
         elif self.parent_id is not None and show:
             exp_id = tracking.client(self.tracking).get_run(self.parent_id).info.experiment_id
             console.print(f"in MLflow: {tracking.ui_hint(self.tracking, exp_id, self.parent_id)}")
+            if self.view is not None:
+                link = tracking.ui_url(self.tracking, exp_id, view=self.view)
+                console.print(f"its points, their metrics as columns: {link}", soft_wrap=True)
+
+    def _save_view(self, mlflow: MlflowClient, rows: Sequence[PointResult]) -> str:
+        """The points' view of MLflow's runs table: what sets them apart (the swept keys, a study's
+        tuned ones and trial) and the console table's metrics as columns."""
+        names = {k for r in rows for k in r.params}
+        keys = [k if k in names else f"{k}.name" for k in dict.fromkeys([*self.swept, *self.settings])]
+        run = mlflow.get_run(self.parent_id)
+        return tracking.save_points_view(
+            mlflow,
+            run.info.experiment_id,
+            self.sweep_id,
+            f"points of {run.info.run_name}",
+            params=[k for k in keys if k in names],
+            metrics=table_keys(summary_rows(rows, self.settings)),
+            tags=[TRIAL] if any(TRIAL in r.tags for r in rows) else [],
+        )
 
     def _write(
         self, rows: Sequence[PointResult], answer: Sequence[str]
@@ -231,6 +256,7 @@ class SweepRecorder:
                     in_plots = path.parent == self.sweep_dir / "plots"
                     mlflow.log_artifact(self.parent_id, str(path), artifact_path="plots" if in_plots else None)
             if status is not None:
+                self.view = self._save_view(mlflow, rows)
                 mlflow.set_terminated(self.parent_id, status)
         except Exception as exc:
             self.untracked = True

@@ -26,6 +26,7 @@ from typing import Any
 
 import optuna
 from omegaconf import ListConfig
+from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.exceptions import ExperimentalWarning
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
@@ -41,7 +42,7 @@ from specexp.result import PointResult
 from specexp.sweep import claims
 from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.names import point_names, sweep_params
-from specexp.sweep.space import Clause, SearchSpace, parse_condition, split_sweeps
+from specexp.sweep.space import Clause, SearchSpace, distribution, parse_condition, split_sweeps
 
 log = logging.getLogger("specexp")
 
@@ -136,7 +137,14 @@ class Tuner:
                     f"{name!r} is not a metric specexp records",
                     "use a key of docs/METRICS.md, e.g. output_throughput or ttft_ms_p99",
                 )
-        self.batches = [int(b) for b in self.conf.batches] if self.conf.batches else None
+        self._take_batches([int(b) for b in self.conf.batches] if self.conf.batches else None)
+        self.params = params
+        self.exhausted = False  # set when the sampler has tried every point of the space
+        self.constraints = [c for text in self.conf.constraints for c in parse_condition("constraints", text)]
+
+    def _take_batches(self, batches: list[int] | None) -> None:
+        """Measure each trial at ``batches`` (one objective per batch), or at the configured batch."""
+        self.batches = batches
         if self.batches and len(self.objectives) > 1:
             raise ConfigError(
                 "hydra.sweeper.objective",
@@ -152,9 +160,26 @@ class Tuner:
                 f"{directions} for {n_obj} objective(s)",
                 "give maximize/minimize once, or once per objective",
             )
-        self.params = params
-        self.exhausted = False  # set when the sampler has tried every point of the space
-        self.constraints = [c for text in self.conf.constraints for c in parse_condition("constraints", text)]
+
+    def _batches_from(self, swept: dict[str, str]) -> bool:
+        """``batch=1,4`` on the command line of a study: the study at each of those batches (as
+        ``hydra.sweeper.batches``), never batch as a setting to tune, where the larger batch would
+        simply win and the smaller batches would get neither a baseline nor a depth of their own;
+        True when the command line listed them."""
+        text = swept.pop("batch", None)
+        if text is None:
+            return False
+        dist = distribution("batch", text)
+        if isinstance(dist, IntDistribution):
+            dist = CategoricalDistribution(list(range(dist.low, dist.high + 1, dist.step)))
+        if self.batches or not isinstance(dist, CategoricalDistribution):
+            raise ConfigError(
+                "batch",
+                f"batch={text} in a study",
+                "list the batches (batch=1,4) or set hydra.sweeper.batches=[1,4], not both",
+            )
+        self._take_batches(sorted({int(b) for b in dist.choices}))
+        return True
 
     def objective_names(self) -> list[str]:
         if self.batches:
@@ -169,11 +194,17 @@ class Tuner:
 
     def _sweep(self, arguments: list[str]) -> Any:
         base, swept = split_sweeps(self.sweeper.job_arguments(arguments))
+        with invalid_config_exits():
+            listed = self._batches_from(swept)
         space_text = {**self.params, **swept}
         self.space = SearchSpace.parse(space_text, dict(self.conf.conditions))
         outputs = Path(str(self.config.outputs))
         url = self.conf.storage or f"sqlite:///{outputs / 'optuna.db'}"
         first = self.sweeper.compose(base)
+        if listed:  # a preset's name ends with the configured batch: these batches instead
+            at = "b" + "_".join(map(str, self.batches or []))
+            name = self.conf.study_name.removesuffix(f"-b{first.batch}")
+            self.conf.study_name = f"{name}-{at}"
         with invalid_config_exits():
             self._check_slo(first)
         self._drop_refused(base, [k for k in self.params if k not in swept], first)
@@ -430,7 +461,18 @@ class Tuner:
         files = [sweep_dir / "trials.csv", sweep_dir / "best.csv"]
         if settings:  # the first tuned key (the depth) on the x axis
             files += [
-                p for p in [depth_plot(rows, settings[0], self.objectives[0], sweep_dir / "plots" / DEPTH_PLOT)] if p
+                p
+                for p in [
+                    depth_plot(
+                        rows,
+                        settings[0],
+                        self.objectives[0],
+                        sweep_dir / "plots" / DEPTH_PLOT,
+                        settings[1:],
+                        self.directions[0] == "maximize",
+                    )
+                ]
+                if p
             ]
         return out, files, answer
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -43,6 +44,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory, shared_outputs: Path) -> Pat
     env = {**os.environ, "SPECEXP_OUTPUTS": str(run_outputs(work, shared_outputs))}
     proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    (work / "console.txt").write_text(proc.stderr)  # what it printed: its links
     return work
 
 
@@ -149,3 +151,62 @@ def test_experiment_and_parent_run_read_like_the_sweep(sweep, mlflow_url, browse
     page = wait_for_text(browser, "swept.batch", "1,2,4")
     screenshot(browser, "parent-params", tmp_path)
     assert "swept.batch" in page and "1,2,4" in page and "1–4" not in page.split("swept.batch", 1)[1][:40], page[:3000]
+
+
+def js_number(value: float) -> str:
+    """A metric as MLflow's runs table prints it (JavaScript's shortest round-trip form)."""
+    return repr(value).removesuffix(".0")
+
+
+def table_rows(driver) -> dict[str, dict[str, str]]:
+    """The runs table's rows by run name, each {column id: text}; a row's cells are split between
+    the grid's pinned and scrolling parts, joined by their row index."""
+    cells = driver.execute_script(
+        "const rows = {};"
+        "for (const row of document.querySelectorAll('.ag-row')) {"
+        "  const at = rows[row.getAttribute('row-index')] ??= {};"
+        "  for (const cell of row.querySelectorAll('.ag-cell')) at[cell.getAttribute('col-id')] = cell.innerText;"
+        "}"
+        "return Object.values(rows);"
+    )
+    return {row["attributes.`Run Name`"].splitlines()[-1]: row for row in cells if "attributes.`Run Name`" in row}
+
+
+def test_the_points_link_a_sweep_prints_shows_their_metrics_and_swept_values_as_columns(
+    sweep, mlflow_url, browser, tmp_path
+) -> None:
+    from mlflow import MlflowClient
+
+    store = MlflowClient(f"sqlite:///{sweep / 'mlflow.db'}")
+    exp = store.get_experiment_by_name("specexp")
+    points = [r for r in store.search_runs([exp.experiment_id]) if r.data.tags.get("specexp.role") == "point"]
+    assert len(points) == 6
+
+    printed = " ".join((sweep / "console.txt").read_text().split())
+    link = re.search(r"its points, their metrics as columns: (http://127\.0\.0\.1:5000/\S+)", printed)
+    assert link, printed[-2000:]  # on the port of the `mlflow ui` it prints (tracking.ui_port); ours is free
+    browser.set_window_size(2600, 1000)  # every column on screen: the grid draws only the visible ones
+    try:
+        browser.get(link.group(1).replace("http://127.0.0.1:5000", mlflow_url))
+        page = wait_for_text(browser, *(p.info.run_name for p in points), "output_throughput", "6 matching runs")
+        screenshot(browser, "points-view", tmp_path)
+        rows = table_rows(browser)
+    finally:
+        browser.set_window_size(1600, 1000)
+    assert "6 matching runs" in page, page[:3000]  # the points, each a row of its own: not the parent
+    assert set(rows) == {p.info.run_name for p in points}, (rows.keys(), page[:3000])
+    headers = browser.execute_script(
+        "return [...document.querySelectorAll('.ag-header-cell')].map(e => e.getAttribute('col-id'))"
+    )
+    for key in ("output_throughput", "decode_speed_mean", "speedup", "accept_length", "ttft_ms_p50", "tpot_ms_p50"):
+        assert f"metrics.`{key}`" in headers, (key, headers)
+    assert {"params.`batch`", "params.`drafter.name`"} <= set(headers), headers  # the swept keys
+    for p in points:
+        row = rows[p.info.run_name]
+        assert row["params.`batch`"] == p.data.params["batch"]  # exactly the value the point ran at
+        assert row["params.`drafter.name`"] == p.data.params["drafter.name"]
+        assert row["metrics.`output_throughput`"] == js_number(p.data.metrics["output_throughput"])
+        assert row["metrics.`accept_length`"] == js_number(p.data.metrics["accept_length"])
+        speedup = p.data.metrics.get("speedup")  # a drafter=none point is its own baseline
+        assert row["metrics.`speedup`"] == (js_number(speedup) if speedup is not None else "-"), row
+    assert {rows[p.info.run_name]["params.`batch`"] for p in points} == {"1", "2", "4"}  # swept.batch, exactly

@@ -185,3 +185,41 @@ def test_the_depth_preset_on_a_chain_engine_reads_right(specexp) -> None:
     (parent,) = [r for r in run.runs() if r.data.tags.get("specexp.role") == "parent"]
     assert line in parent.data.tags["mlflow.note.content"]
     assert (run.workdir / "multirun" / "plots" / "study_depth.png").stat().st_size > 10_000
+
+
+def test_the_tree_preset_searches_sglangs_tree_and_a_chain_engines_depth(specexp) -> None:
+    """tune_tree, dry runs: on SGLang depth, top-k and width; on the reference engine (a chain) the
+    depth alone, said once."""
+    tree = specexp(
+        "engine=sglang", "model=kimi_k25", "drafter=ttt5", "+sweep=tune_tree", "batch=4", "dry_run=true", "-m"
+    )
+    assert tree.proc.returncode == 0, tree.proc.stderr[-3000:]
+    (space,) = [x for x in tree.proc.stderr.splitlines() if x.startswith("search space:")]
+    assert all(k in space for k in ("drafter.num_steps", "drafter.topk", "drafter.num_draft_tokens")), space
+    assert "accepts no value" not in tree.proc.stderr
+    chain = specexp("drafter=tiny", "+sweep=tune_tree", "batch=4", "dry_run=true", "-m")
+    assert chain.proc.returncode == 0, chain.proc.stderr[-3000:]
+    err = " ".join(chain.proc.stderr.split())
+    assert "accepts no value of drafter.topk, drafter.num_draft_tokens" in err and "searching drafter.num_steps" in err
+
+
+def test_a_study_over_listed_batches_tunes_the_depth_at_each(specexp) -> None:
+    """``batch=1,2`` with a study: the depth at each batch (one launch per trial, one objective per
+    batch), a drafter=none baseline at each so every point has a speedup, never batch as a setting."""
+    run = specexp("drafter=tiny", "+sweep=tune_depth", "batch=1,2", "hydra.sweeper.n_trials=2", "-m", timeout=900)
+    err = run.proc.stderr
+    assert run.proc.returncode == 0, err[-3000:]
+    children = [r for r in run.runs() if r.data.tags.get("specexp.role") == "point"]
+    baselines = sorted(c.data.params["batch"] for c in children if c.data.params["drafter.name"] == "none")
+    assert baselines == ["1", "2"]
+    trials = [c for c in children if c.data.params["drafter.name"] == "tiny"]
+    assert sorted(c.data.params["batch"] for c in trials) == ["1", "1", "2", "2"]  # each trial at both batches
+    assert all("speedup" in c.data.metrics for c in trials)
+    assert all(c.info.run_name.count("batch=") == 1 for c in trials), [c.info.run_name for c in trials]
+    rows = list(csv.DictReader((run.workdir / "multirun" / "best.csv").open()))
+    assert [r["objective"] for r in rows] == ["output_throughput@b1", "output_throughput@b2"]
+    assert "batch" not in rows[0]  # the load, not a tuned setting
+    (parent,) = [r for r in run.runs() if r.data.tags.get("specexp.role") == "parent"]
+    assert parent.data.tags["specexp.kind"] == "study" and parent.info.run_name.endswith("at batch 1,2")
+    assert "tune_depth-torch-tiny-tiny-b1_2" in err  # the study named by its batches
+    assert (run.workdir / "multirun" / "plots" / "study_depth.png").stat().st_size > 10_000

@@ -388,3 +388,64 @@ def test_sglang_parser_accepts_a_schedule(tmp_path):
     assert ok is None
     assert "is not in the adaptive config candidate_steps [2, 5]" in wrong_depth
     assert "must contain at least one integer-string" in no_buckets
+
+
+# --- the tree preset (sweeps/tune_tree.yaml) ------------------------------------------------------
+
+
+def tree_preset_draws(samples: int = 96) -> tuple[list[DrafterConfig], int]:
+    """Configurations drawn from the tree preset's search space (conditions obeyed, a fixed seed) on
+    the ttt5 drafter: those specexp's checks accept, and how many they refuse (pruned, never launched)."""
+    import dataclasses
+
+    import optuna
+
+    from specexp.sweep.space import SearchSpace
+
+    sweeper = OmegaConf.load(ROOT / "sweeps" / "tune_tree.yaml").hydra.sweeper
+    space = SearchSpace.parse(dict(sweeper.params), dict(sweeper.conditions))
+    assert set(space.distributions) == {"drafter.num_steps", "drafter.topk", "drafter.num_draft_tokens"}
+    ttt5 = preset("drafter", "ttt5", DrafterConfig)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    accepted, refused = [], 0
+    for _ in range(samples):
+        trial = study.ask()
+        values = space.suggest(trial)
+        study.tell(trial, 0.0)
+        try:
+            accepted.append(dataclasses.replace(ttt5, **{k.removeprefix("drafter."): v for k, v in values.items()}))
+        except ConfigError as exc:
+            assert exc.key == "drafter.num_draft_tokens"  # only a width past the tree's size is refused
+            refused += 1
+    return accepted, refused
+
+
+def test_the_tree_preset_searches_depth_branching_and_width(installed):
+    installed("0.5.23")
+    accepted, refused = tree_preset_draws()
+    assert refused < len(accepted) / 2  # most draws launch
+    trees = [d for d in accepted if d.topk > 1]
+    assert {d.topk for d in trees} == {2, 4, 8} and any(d.topk == 1 for d in accepted)
+    assert len({(d.num_steps, d.topk, d.draft_tokens) for d in trees}) > 15
+    for d in trees:
+        argv = ENGINE.command(make_config(drafter=d, batch=4), PORT).argv
+        flags = ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens")
+        assert [flag(argv, f) for f in flags] == [str(d.num_steps), str(d.topk), str(d.draft_tokens)]
+
+
+@pytest.mark.sglang
+@needs_sglang
+def test_sglang_parser_accepts_every_configuration_the_tree_preset_launches():
+    accepted, _ = tree_preset_draws()
+    argvs = [
+        list(argv)
+        for argv in dict.fromkeys(
+            tuple(ENGINE.server_args(make_config(drafter=d, batch=b, python=str(LIGHT_PYTHON)), PORT))
+            for d in accepted
+            for b in (1, 16)
+        )
+    ]
+    verdicts = argcheck.check_argv([str(LIGHT_PYTHON)], argvs)
+    rejected = [(argv, v) for argv, v in zip(argvs, verdicts, strict=True) if v is not None]
+    assert not rejected, rejected[:3]
+    assert len(argvs) > 30

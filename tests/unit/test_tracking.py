@@ -84,3 +84,37 @@ def test_an_upload_cut_short_is_not_finished_and_the_next_one_completes_it(tmp_p
     run = mlflow.get_run(again)
     assert again == run.info.run_id and run.info.status == "FINISHED"
     assert run.data.tags[tracking.UPLOADED] == "true" and run.data.params["drafter.name"] == "tiny"
+
+
+def test_a_sweeps_view_selects_its_points_with_their_metrics_as_columns(tmp_path) -> None:
+    import json
+
+    cfg = store(tmp_path)
+    mlflow = tracking.client(cfg)
+    parent = tracking.start_parent(cfg, tmp_path, "s1", "torch/tiny: batch 1,4", {})
+    tags = {"specexp.sweep_id": "s1"}  # as point.py tags each point
+    points = [tracking.log_point(cfg, tmp_path, f"b{b}", {}, {}, tags, [], "FINISHED", "s1") for b in (1, 4)]
+    tracking.log_point(cfg, tmp_path, "other", {}, {}, {"specexp.sweep_id": "s2"}, [], "FINISHED", "s2")
+    exp_id = mlflow.get_run(parent).info.experiment_id
+    view = tracking.save_points_view(
+        mlflow, exp_id, "s1", "points of s1", ["batch"], ["output_throughput", "speedup"], ["optuna.trial"]
+    )
+    envelope = json.loads(mlflow.get_experiment(exp_id).tags[f"mlflow.sharedViewState.{view}"])
+    assert envelope["name"] == "points of s1" and isinstance(envelope["createdAt"], int)
+    state = json.loads(envelope["state"])  # what MLflow's UI applies: filter, sort, columns
+    assert state["selectedColumns"] == [
+        "tags.`optuna.trial`",
+        "params.`batch`",
+        "metrics.`output_throughput`",
+        "metrics.`speedup`",
+    ]
+    assert (state["orderByKey"], state["orderByAsc"]) == ("metrics.`output_throughput`", False)
+    # its filter, as the UI sends it to the store: this sweep's points, never its parent (under
+    # which the runs table would fold them) nor another sweep's
+    found = mlflow.search_runs([exp_id], filter_string=state["searchFilter"])
+    assert sorted(r.info.run_id for r in found) == sorted(points)
+    assert tracking.ui_path(exp_id, view=view) == (
+        f"#/experiments/{exp_id}/runs?viewStateShareKey={view}&workflowType=machine_learning"
+    )
+    remote = TrackingConfig(uri="http://mlflow.lab:8080/")
+    assert tracking.ui_url(remote, exp_id, view=view).startswith("http://mlflow.lab:8080/#/experiments/")

@@ -70,3 +70,43 @@ def test_a_deterministic_configuration_is_found_again_and_a_noisy_one_is_not() -
     assert measured_before(trials, {"drafter.num_steps": 4}) is trials[0]
     assert measured_before(trials, {"drafter.num_steps": 3}) is None  # noisy: measure again
     assert measured_before(trials, {"drafter.num_steps": 5}) is None
+
+
+def tree_point(trial: int, batch: int, steps: int, topk: int, value: float) -> PointResult:
+    metrics = {"output_throughput": value, "output_throughput_ci95": 1.0, "windows": 3}
+    params = {"drafter.num_steps": steps, "drafter.topk": topk, "batch": batch}
+    tags = {"optuna.trial": str(trial), "optuna.feasible": "true"}
+    return PointResult("ok", "sglang", "m", "ttt5", batch, params=params, metrics=metrics, tags=tags)
+
+
+def test_the_depth_plot_has_a_panel_per_batch_and_joins_each_depths_best(tmp_path, monkeypatch) -> None:
+    import matplotlib.pyplot as plt
+
+    from specexp.report.study import depth_plot
+
+    drawn = []
+    monkeypatch.setattr(plt, "close", drawn.append)  # the figure, kept to be read
+    rows = [
+        tree_point(0, 1, 2, 1, 100.0),
+        tree_point(1, 1, 2, 4, 120.0),  # depth 2's best at batch 1: a tree
+        tree_point(2, 1, 3, 2, 110.0),
+        tree_point(0, 16, 2, 1, 900.0),  # another batch, on another scale
+        tree_point(1, 16, 2, 4, 800.0),
+        PointResult("ok", "sglang", "m", "none", 16, metrics={"output_throughput": 850.0}, params={"batch": 16}),
+    ]
+    path = depth_plot(rows, "drafter.num_steps", "output_throughput", tmp_path / "d.png", ["drafter.topk"])
+    assert path is not None and path.stat().st_size > 10_000
+    (fig,) = drawn
+    one, sixteen = fig.axes
+    assert (one.get_title(), sixteen.get_title()) == ("batch 1", "batch 16")
+
+    def joined(ax):  # the line through each depth's best (an errorbar's data line: markers and a line)
+        (line,) = [x for x in ax.get_lines() if x.get_marker() == "o" and x.get_linestyle() == "-"]
+        return list(line.get_xdata()), list(line.get_ydata())
+
+    assert joined(one) == ([2.0, 3.0], [120.0, 110.0])  # depth 2's best is the top-4 tree
+    assert joined(sixteen) == ([2.0], [900.0])
+    dashed = {
+        ax.get_title(): [list(x.get_ydata()) for x in ax.get_lines() if x.get_linestyle() == "--"] for ax in fig.axes
+    }
+    assert dashed == {"batch 1": [], "batch 16": [[850.0, 850.0]]}  # each batch's own drafter=none, if measured
