@@ -1,6 +1,6 @@
 """What is checked before any server starts, beyond the schemas and the dataset (which
-specexp.load.prompts.check_workload reads): the checkpoints a config names, and a fixed port being
-free, a batch the server would not run at once (its KV cache, its limit on running requests). Each
+specexp.load.prompts.check_workload reads): the checkpoints a config names, a fixed port being free,
+and a batch the server would not run at once (its KV cache, its limit on running requests). Each
 failure is one ConfigError naming the key, the file and the fix, where it used to be a
 traceback after a server start, or someone else's server measured."""
 

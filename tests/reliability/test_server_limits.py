@@ -22,10 +22,10 @@ from specexp.config import (
 from specexp.engines import limits
 from specexp.engines.sglang.adapter import LAUNCH_MODULE
 from specexp.engines.vllm import SERVER_MODULE, VllmEngine, VllmEngineConfig
-from tests.conftest import VLLM_PYTHON, needs
+from tests.conftest import REPO, VLLM_PYTHON, needs
 from tests.reliability.test_input import one_line
 
-SGLANG_PYTHON = Path(os.environ.get("SPECEXP_SGLANG_VENV", "/work/main/.venvs/sglang")) / "bin" / "python"
+SGLANG_PYTHON = Path(os.environ.get("SPECEXP_SGLANG_VENV", REPO / ".venvs" / "sglang")) / "bin" / "python"
 needs_vllm = needs(VLLM_PYTHON, "vLLM venv", "run scripts/install_vllm_cpu.sh (or set SPECEXP_VLLM_VENV)")
 needs_sglang = needs(SGLANG_PYTHON, "light SGLang venv", "run bash scripts/install_sglang_light.sh")
 
