@@ -1,16 +1,21 @@
 """What is checked before any server starts, beyond the schemas and the dataset (which
-specexp.load.prompts.check_workload reads): the checkpoints a config names, and a fixed port being
-free. Each failure is one ConfigError naming the key, the file and the fix, where it used to be a
+specexp.load.prompts.check_workload reads): the checkpoints a config names, a fixed port being free,
+and a batch the server would not run at once (its KV cache, its limit on running requests). Each
+failure is one ConfigError naming the key, the file and the fix, where it used to be a
 traceback after a server start, or someone else's server measured."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 from pathlib import Path
+from typing import NamedTuple
 
 from specexp import server
 from specexp.config import Config, ConfigError
+from specexp.engines import limits
+from specexp.engines.base import Command, Engine
 
 
 def looks_local(path: str) -> bool:
@@ -91,6 +96,13 @@ def kv_cache_bytes(model_dir: Path, slots: int, length: int, dtype: str) -> int 
     return 3 * layers * slots * kv_heads * capacity * head_dim * _DTYPE_BYTES.get(dtype, 4)  # 2 (k, v) x 1.5
 
 
+class Free(NamedTuple):
+    """Memory a device can still give the reference engine, and the words that say where."""
+
+    bytes: int
+    where: str
+
+
 def available_memory() -> int | None:
     """Bytes this machine can still give (MemAvailable), None where /proc/meminfo does not say."""
     with contextlib.suppress(OSError, ValueError, IndexError):
@@ -100,24 +112,65 @@ def available_memory() -> int | None:
     return None
 
 
-def check_reference_memory(cfg: Config) -> None:
-    """A batch the reference engine on CPU cannot hold is refused before launch, naming the limit:
-    its KV caches (target and draft model) for ``cfg.capacity`` requests of a random workload's
-    length, against the memory available (the server would otherwise fail every request)."""
+def free_memory(device: str) -> Free | None:
+    """What the reference engine's ``device`` can still hold: host memory on CPU, the GPU's free
+    memory (torch.cuda.mem_get_info) on ``cuda[:i]``; None where that cannot be read."""
+    if device == "cpu":
+        free = available_memory()
+        return None if free is None else Free(free, "this machine has {} available")
+    import torch  # only here: a CPU run never pays for CUDA's initialisation
+
+    if not torch.cuda.is_available():
+        return None
+    try:
+        free, _total = torch.cuda.mem_get_info(torch.device(device))
+    except (RuntimeError, ValueError, AssertionError):
+        return None
+    return Free(free, f"GPU {device} has {{}} free")
+
+
+def check_reference_memory(cfg: Config, free: Free | None = None) -> None:
+    """A batch the reference engine cannot hold is refused before launch, naming the limit: its KV
+    caches (target and draft model) for ``cfg.capacity`` requests of a random workload's length,
+    against ``free`` (None: what the engine's device, CPU or a CUDA GPU, has now). The server would
+    otherwise fail every request."""
     engine = cfg.engine
-    if engine.name != "torch" or getattr(engine, "device", "cpu") != "cpu" or cfg.workload.kind != "random":
+    device = getattr(engine, "device", "cpu")
+    if engine.name != "torch" or not device.startswith(("cpu", "cuda")) or cfg.workload.kind != "random":
         return
     length = cfg.workload.input_len + cfg.workload.output_len + (cfg.drafter.num_draft_tokens or 0)
     models = [cfg.model.path] + ([cfg.drafter.path] if cfg.drafter.path else [])
     sizes = [kv_cache_bytes(Path(m).expanduser(), cfg.capacity, length, engine.dtype) for m in models]
-    free = available_memory()
-    if None in sizes or free is None or sum(sizes) <= free:  # type: ignore[arg-type]
+    if None in sizes:
         return
     need = sum(sizes)  # type: ignore[arg-type]
+    free = free if free is not None else free_memory(device)
+    if free is None or need <= free.bytes:
+        return
     raise ConfigError(
         "batch",
         f"the reference engine's KV cache for {cfg.capacity} requests of {length} tokens needs "
-        f"{need / 2**30:.1f} GiB and this machine has {free / 2**30:.1f} GiB available",
-        f"use a batch (and engine.max_running_requests) of at most {max(1, cfg.capacity * free // need)}, or shorter "
-        "workload.input_len/output_len",
+        f"{need / 2**30:.1f} GiB and " + free.where.format(f"{free.bytes / 2**30:.1f} GiB"),
+        f"use a batch (and engine.max_running_requests) of at most {max(1, cfg.capacity * free.bytes // need)}, "
+        "or shorter workload.input_len/output_len",
     )
+
+
+def check_server_limits(cfg: Config, engine: Engine, command: Command | None) -> None:
+    """A launched vLLM or SGLang server that would run fewer requests at once than specexp sizes it
+    for (``cfg.capacity``: the batch, or the sweep's largest) is refused before launch, naming the
+    limit. specexp passes the limit itself, so only engine.extra_args can lower it; its engine's own
+    parser reads the whole argv (last copy, abbreviations, vLLM's --config), and only when there are
+    extra args to read."""
+    if command is None or not cfg.engine.extra_args:
+        return
+    env = {**os.environ, **command.env}
+    for limit, value in limits.server_limits(engine.name, engine.python(cfg), command.argv, env).items():
+        if value < cfg.capacity:
+            raise ConfigError(
+                "engine.extra_args",
+                f"{limit.flag} resolves to {value} in the server's argv, and this server is sized for "
+                f"{cfg.capacity} requests at once ({cfg.capacity_source}): a request beyond {value} {limit.beyond}",
+                f"drop {limit.flag} from engine.extra_args (specexp sizes the server from the batch), or use a batch "
+                f"of at most {value}",
+            )

@@ -76,6 +76,7 @@ def preflight(cfg: Config) -> None:
     engine, command, key = describe(cfg)
     if key in _checked:  # an external endpoint (no command) is checked too: that it answers
         return
+    checks.check_server_limits(cfg, engine, command)  # first: its refusal is then the only line
     for note in engine.preflight(cfg, command):
         log.warning(note)
     _checked.add(key)

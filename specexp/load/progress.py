@@ -18,17 +18,22 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Progress:
-    """Requests in flight, the last moment anything moved (a request sent, a chunk, an end), and the
-    first connection failure seen (refused, reset: maybe the engine died)."""
+    """Requests in flight, the last moment the server sent anything (a chunk), and the first
+    connection failure seen (refused, reset: maybe the engine died). Silence counts only while
+    requests wait: sending a request, or one ending (the client's own timeout too), is no sign of
+    life, so a client timeout shorter than the stall cannot hide a hung engine; a gap with nothing in
+    flight (an open loop's) is not counted."""
 
     in_flight: int = 0
     last: float = field(default_factory=time.monotonic)
     connection_error: str | None = None
+    emptied: float = field(default_factory=time.monotonic)  # when nothing was left in flight
 
     def moved(self) -> None:
         self.last = time.monotonic()
 
     def idle_s(self) -> float:
+        """Seconds of silence with requests in flight."""
         return time.monotonic() - self.last
 
     def stalled(self, stall_s: float) -> bool:
@@ -38,13 +43,15 @@ class Progress:
     @contextlib.contextmanager
     def request(self) -> Iterator[None]:
         """One request in flight for the block's length."""
+        if self.in_flight == 0:  # the time nothing waited is no silence of the server's
+            self.last += time.monotonic() - self.emptied
         self.in_flight += 1
-        self.moved()
         try:
             yield
         finally:
             self.in_flight -= 1
-            self.moved()
+            if self.in_flight == 0:
+                self.emptied = time.monotonic()
 
     def lost_connection(self, error: str) -> None:
         self.connection_error = self.connection_error or error

@@ -50,3 +50,21 @@ def test_an_engine_stopped_while_starting_fails_within_stall_s_not_the_startup_t
     assert f"engine stalled while starting: every process stopped for {STALL_S} s" in out, out[-3000:]
     assert "process state: stopped" in out
     ws.no_engine_left()
+
+
+def test_a_client_timeout_shorter_than_stall_s_does_not_hide_a_stopped_engine(ws) -> None:
+    # Each request gives up after 2 s and the next is sent at once: found on the probe with
+    # request_timeout_s=20 (under the 30 s default), where the timeouts kept the clock moving for 12 min.
+    slow = ["workload.num_prompts=200", "workload.output_len=32", "measure.windows=1", "measure.max_windows=1"]
+    with ws.started("drafter=none", "batch=1", *slow, f"engine.stall_s={STALL_S}", "request_timeout_s=2") as proc:
+        wait_for(lambda: list(ws.outputs.glob("runs/*/server.json")), 200, "the point's server", proc)
+        time.sleep(2)
+        (engine,) = wait_for(ws.engines, 10, "the engine process")
+        os.kill(engine, signal.SIGSTOP)
+        out, _ = proc.communicate(timeout=120)  # 200 requests timing out one by one would take 400 s
+    assert proc.returncode == 1, out[-3000:]
+    (folder,) = ws.outputs.glob("runs/*")
+    result = json.loads((folder / "results.json").read_text())
+    assert f"engine stalled: no token for {STALL_S} s with 1 request" in result["error"], result["error"][:500]
+    assert "process state: stopped" in result["error"]
+    ws.no_engine_left()

@@ -238,3 +238,46 @@ def test_ctrl_c_stops_the_local_group_jobs_with_the_sweep(tmp_path, outputs) -> 
     assert parent.info.status == "KILLED" and "FINISHED" not in {r.info.status for r in runs}
     time.sleep(1)
     assert engine_processes(str(outputs / "models")) == []
+
+
+# A job start that fails in submitit's local controller, as in the issue: run as the launcher's own
+# setup step (hydra.launcher.setup, in the shell that becomes the job, $$ its id), it counts the
+# starts and, for the first ``fail`` of them, removes the job's folder once submitit has made it;
+# the controller then cannot open <id>/<id>_0_log.out there (FileNotFoundError) and the job ends
+# before the group's job begins.
+FAIL_START = """n=$(cat "$1" 2>/dev/null || echo 0)
+echo $((n + 1)) > "$1"
+if [ "$n" -lt "$2" ]; then sleep 1; rm -rf "$3/$4"; fi
+"""
+
+
+def sweep_failing_starts(tmp_path, outputs, fail: int) -> tuple[subprocess.Popen, str]:
+    script, count = tmp_path / "fail_start.sh", tmp_path / "starts"
+    script.write_text(FAIL_START)
+    setup = f"sh {script} {count} {fail} {tmp_path / 'multirun' / '.submitit'} $$"
+    proc = start_sweep(tmp_path, outputs, "drafter=none", "batch=1,2", f"+hydra.launcher.setup=['{setup}']")
+    return proc, finish(proc)
+
+
+def test_a_group_job_that_fails_to_start_is_started_again_and_measures_its_points(tmp_path, outputs) -> None:
+    proc, out = sweep_failing_starts(tmp_path, outputs, fail=1)
+    sweep = tmp_path / "multirun"
+    assert proc.returncode == 0, told(out, sweep)
+    assert "_0_log.out" in out and "FileNotFoundError" in out  # the first start failed as in the issue
+    assert "server group 0: its job failed to start" in out and "starting it again" in out
+    assert (tmp_path / "starts").read_text().strip() == "2"  # started twice
+    assert [(e["event"], e.get("status")) for e in attempts(sweep, 0)] == [("start", None), ("end", "done")]
+    assert [(r["batch"], r["status"]) for r in summary(sweep)] == [("1", "ok"), ("2", "ok")]
+    assert results(sweep, 0)["status"] == results(sweep, 1)["status"] == "ok"
+
+
+def test_a_group_job_that_fails_to_start_twice_records_its_points_interrupted(tmp_path, outputs) -> None:
+    proc, out = sweep_failing_starts(tmp_path, outputs, fail=2)
+    sweep = tmp_path / "multirun"
+    assert proc.returncode == 1, told(out, sweep)
+    assert (tmp_path / "starts").read_text().strip() == "2"  # once, and once again: no third start
+    assert not (sweep / "groups" / "0" / "attempts.jsonl").exists()  # the group's job never began
+    rows = summary(sweep)
+    assert [(r["batch"], r["status"]) for r in rows] == [("1", "interrupted"), ("2", "interrupted")]
+    assert all("the job of server group 0 ended before this point did" in r["error"] for r in rows)
+    assert engine_processes(str(outputs / "models")) == []

@@ -24,6 +24,21 @@ def test_the_clock_stalls_only_with_requests_in_flight() -> None:
     assert clock.in_flight == 0
 
 
+def test_a_request_ending_is_no_sign_of_life_and_a_gap_with_nothing_in_flight_is_no_silence() -> None:
+    clock = Progress()
+    with clock.request():
+        clock.last -= 10  # 10 s in flight and nothing back: the client's own timeout ends it
+    with clock.request():  # the next request, sent at once (batch 1)
+        assert clock.stalled(5), "a client timeout shorter than engine.stall_s hid the stall"
+    clock = Progress()
+    with clock.request():
+        clock.moved()  # its last chunk
+    clock.last -= 60
+    clock.emptied -= 60  # then a minute with nothing in flight (an open loop's gap)
+    with clock.request():
+        assert not clock.stalled(5) and clock.idle_s() < 1
+
+
 def test_a_group_job_that_never_started_is_started_again_once(tmp_path: Path) -> None:
     failed = JobReturn()
     failed.status = JobStatus.FAILED
