@@ -396,7 +396,7 @@ def run(
         batch=cfg.batch,
         load=cfg.load.kind,
         rate=cfg.load.rate,
-        params=flat_params(raw) | {"drafter.name": engine.drafter_label(cfg)},
+        params=engine.recorded_params(cfg, flat_params(raw)),
         job_dir=str(job_dir),
     )
     result.tags = {

@@ -80,6 +80,11 @@ class Engine:
         """The point's drafter as recorded (results, tags, run name): the drafter group's name."""
         return cfg.drafter.name
 
+    def recorded_params(self, cfg: Config, flat: dict[str, Any]) -> dict[str, Any]:
+        """The point's params from its flattened config: the drafter group's fields describe what the
+        server was launched with, so they are kept, with the drafter named as recorded."""
+        return flat | {"drafter.name": self.drafter_label(cfg)}
+
     def tags(self, cfg: Config) -> dict[str, str]:
         """Engine facts to tag each run with (e.g. a setting the installed version ignores)."""
         return {}

@@ -203,6 +203,12 @@ class ExternalEngine(Engine):
     def drafter_label(self, cfg: Config) -> str:
         return cfg.engine.drafter
 
+    def recorded_params(self, cfg: Config, flat: dict[str, Any]) -> dict[str, Any]:
+        """Nothing was launched, so the drafter group's preset fields (method, path, depth) describe
+        nothing the server runs: only the drafter as the user states it is recorded."""
+        kept = {k: v for k, v in flat.items() if not k.startswith("drafter.")}
+        return kept | {"drafter.name": self.drafter_label(cfg)}
+
     def tags(self, cfg: Config) -> dict[str, str]:
         flavor = self.flavor(cfg)
         tags = {"specexp.external_flavor": flavor, "specexp.drafter": cfg.engine.drafter}

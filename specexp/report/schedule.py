@@ -41,7 +41,8 @@ def _set(row: PointResult, key: str) -> bool:
 
 
 def depth_of(row: PointResult) -> int | None:
-    """The fixed chain depth the point drafted (0: no speculation); None for trees and scheduled points.
+    """The fixed chain depth the point drafted (0: no speculation); None for trees, scheduled points and
+    an external server's (its depth unknown).
     Params are the config as given: drafter.fixed_depth replaces num_steps and the schedule."""
     if not row.speculative:
         return 0
@@ -49,7 +50,8 @@ def depth_of(row: PointResult) -> int | None:
         return int(float(row.params["drafter.fixed_depth"]))
     if scheduled(row) or int(float(row.params.get("drafter.topk", 1) or 1)) != 1:
         return None
-    return int(float(row.params["drafter.num_steps"]))
+    steps = row.params.get("drafter.num_steps")  # absent where the server's speculation is only named
+    return None if steps is None else int(float(steps))
 
 
 def scheduled(row: PointResult) -> bool:

@@ -50,6 +50,7 @@ def test_external_endpoint_is_measured_and_left_running(specexp, shared_outputs,
     assert tags["specexp.token_source"] == "usage" and "specexp.unavailable" not in tags
     # the drafter is what the user states (engine.drafter), unknown by default: never the drafter group's
     assert tags["specexp.drafter"] == logged.data.params["drafter.name"] == "unknown"
+    assert [k for k in logged.data.params if k.startswith("drafter.")] == ["drafter.name"]  # no preset fields
     windows = json.loads((run.workdir / "run" / "results.json").read_text())["windows"]
     for w in windows:  # per window: 1 + accepted per verify step (the point's value is their mean)
         assert w["accept_length"] == pytest.approx(1 + w["spec_accepted_tokens"] / w["spec_verify_steps"])
