@@ -20,31 +20,39 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
 from specexp.metrics.stats import Estimate
-from specexp.report import breakeven
 from specexp.report.analysis import crossover, crossover_interval
+from specexp.report.crossover_points import Believed, believed
 from specexp.result import PointResult
 
 INPUT_LEN = "workload.input_len"
 
 
-def speedup_map(rows: Sequence[PointResult]) -> dict[int, dict[int, Estimate]]:
-    """Prompt length -> batch -> the drafter's speedup, from the ok points that name their length."""
+def believed_map(rows: Sequence[PointResult]) -> dict[int, Believed]:
+    """Prompt length -> its batches (crossover_points.believed: the settled ones and those set aside),
+    from the points that name their length; lengths with no speedup at all are left out."""
     lengths = sorted({int(r.params[INPUT_LEN]) for r in rows if INPUT_LEN in r.params})
-    found = {n: breakeven.batch_speedups([r for r in rows if int(r.params.get(INPUT_LEN, -1)) == n]) for n in lengths}
-    return {n: points for n, points in found.items() if points}
+    found = {n: believed([r for r in rows if int(r.params.get(INPUT_LEN, -1)) == n]) for n in lengths}
+    return {n: b for n, b in found.items() if b.settled}
+
+
+def speedup_map(rows: Sequence[PointResult]) -> dict[int, dict[int, Estimate]]:
+    """Prompt length -> batch -> the drafter's speedup, at the batches that may be believed."""
+    return {n: b.settled for n, b in believed_map(rows).items()}
 
 
 def draw_map(rows: Sequence[PointResult], path: Path) -> Path | None:
-    """The heatmap as a PNG at ``path``; None when fewer than two lengths have speedups."""
-    found = speedup_map(rows)
+    """The heatmap as a PNG at ``path``; None when fewer than two lengths have speedups. A batch set
+    aside (failed, unsettled, breaking the curve) is marked with a cross, without a value, and neither
+    colours the map nor moves the break-even."""
+    found = believed_map(rows)
     if len(found) < 2:
         return None
     lengths = list(found)
-    batches = sorted({b for points in found.values() for b in points})
+    batches = sorted({b for one in found.values() for b in one.settled})
     lo_x, hi_x = math.log2(batches[0]), math.log2(batches[-1])
     grid = np.linspace(lo_x, hi_x, 240)
     values = np.array(
-        [np.interp(grid, np.log2(list(points)), [e.value for e in points.values()]) for points in found.values()]
+        [np.interp(grid, np.log2(list(one.settled)), [e.value for e in one.settled.values()]) for one in found.values()]
     )
     fig = Figure(figsize=(8.0, 1.6 + 1.1 * len(lengths)), layout="constrained")
     ax = fig.add_subplot()
@@ -55,13 +63,20 @@ def draw_map(rows: Sequence[PointResult], path: Path) -> Path | None:
     mesh = ax.pcolormesh(x_edges, y_edges, values, cmap="RdBu", norm=norm, shading="flat")
     fig.colorbar(mesh, ax=ax, label="speedup (output tok/s, drafter / none)", pad=0.01)
     centres, bands, lines = [], [], []
-    for row, points in enumerate(found.values()):
-        points = dict(sorted(points.items()))
+    crossed = False
+    for row, one in enumerate(found.values()):
+        points = dict(sorted(one.settled.items()))
         xs = list(points)
         ax.scatter(xs, [row] * len(xs), s=18, color="black", zorder=3)
         for k, (b, e) in enumerate(points.items()):  # in batch order, above and below by turns: no overlap
             up = 7 if k % 2 == 0 else -13
             ax.annotate(f"{e.value:.2f}", (b, row), xytext=(0, up), textcoords="offset points", ha="center", fontsize=7)
+        if one.aside:
+            label = None if crossed else "set aside (failed, unsettled or off the curve)"
+            ax.scatter(
+                list(one.aside), [row] * len(one.aside), s=40, marker="x", color="dimgray", zorder=3, label=label
+            )
+            crossed = True
         lo, hi = crossover_interval(points)
         centres.append(row)
         bands.append((min(max(lo, batches[0]), batches[-1]), max(min(hi, batches[-1]), batches[0])))
@@ -76,7 +91,8 @@ def draw_map(rows: Sequence[PointResult], path: Path) -> Path | None:
     ticks = [2**k for k in range(math.ceil(lo_x), math.floor(hi_x) + 1)]
     ax.set_xticks(ticks, labels=[str(t) for t in ticks])
     ax.minorticks_off()
-    ax.set_xlim(batches[0] / 1.1, batches[-1] * 1.1)
+    shown = sorted({*batches, *(b for one in found.values() for b in one.aside)})
+    ax.set_xlim(shown[0] / 1.1, shown[-1] * 1.1)
     ax.set_yticks(range(len(lengths)), labels=[str(n) for n in lengths])
     ax.set_ylim(-0.5, len(lengths) - 0.5)
     ax.set_xlabel("batch (closed-loop streams)")

@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import math
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 from specexp import server, tracking
 from specexp.config import Config, ConfigError, CrossoverConf
 from specexp.console import console, invalid_config_exits
-from specexp.metrics.stats import Estimate
 from specexp.report import breakeven
-from specexp.report.breakeven import SEARCHING, Search, Step, batch_speedups
+from specexp.report.breakeven import NOISE, SEARCHING, Points, Search, Step, median_rule
+from specexp.report.crossover_points import FAILED, UNSETTLED, Believed, believed
 from specexp.result import BASELINE, PointResult
 from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.grid import SweepFailed
@@ -38,6 +42,36 @@ INPUT_LEN = "workload.input_len"
 
 def _drafter_override(override: str) -> bool:
     return override.lstrip("+~").split("=", 1)[0].split(".", 1)[0] == "drafter"
+
+
+def answer(step: Step, search: Search, found: Believed) -> str:
+    """The search's answer in words (breakeven.describe), with the batches it set aside and why."""
+    text = breakeven.describe(step, search, len(found.measured))
+    if step.status == UNSETTLED:  # an end that did not settle: the search cannot go on from it
+        cost = text.split("; ", 1)[1]
+        text = (
+            f"break-even between {step.lo:.1f} and {step.hi:.1f} (95%) when an end of the range did not settle; {cost}"
+        )
+    return f"{text}; {found.words()}" if found.aside else text
+
+
+def steer(found: Believed, search: Search, tried: set[int]) -> Step:
+    """The search's next move from the batches it may believe (breakeven.next_step). A set-aside
+    batch spends the budget but never steers: it is not measured again, and a search left with only
+    set-aside batches to measure ends there (at an end of the range: it cannot go on)."""
+    spent = [b for b in found.aside if b not in found.points]  # the curve-breakers count among points
+    budget = dataclasses.replace(search, max_points=search.max_points - len(spent))
+
+    def rule(drawn: np.ndarray, options: Sequence[int], points: Points) -> int:
+        return median_rule(drawn, [b for b in options if b not in found.aside] or options, points)
+
+    step = breakeven.next_step(found.points, budget, rule)
+    if step.batch is None or (step.batch not in found.aside and step.batch not in tried):
+        return step
+    why = found.aside.get(step.batch, FAILED)
+    if step.batch in (search.batch_min, search.batch_max):
+        return Step(None, UNSETTLED if why == UNSETTLED else FAILED, step.lo, step.hi)
+    return Step(None, FAILED if why == FAILED else NOISE, step.lo, step.hi)
 
 
 class CrossoverSearch:
@@ -92,10 +126,10 @@ class CrossoverSearch:
         points = run.points()
         return points if length is None else [r for r in points if int(r.params.get(INPUT_LEN, -1)) == length]
 
-    def points(self, run: SweepRun, length: int | None) -> dict[int, Estimate]:
-        """The speedups measured so far at ``length``, inside the range."""
-        found = batch_speedups(self.rows(run, length))
-        return {b: e for b, e in found.items() if self.search.batch_min <= b <= self.search.batch_max}
+    def believed(self, run: SweepRun, length: int | None) -> Believed:
+        """The batches measured so far at ``length``, inside the range: those that may steer the
+        search, and those set aside (failed, unsettled, breaking the curve)."""
+        return believed(self.rows(run, length), self.search.batch_min, self.search.batch_max)
 
     def sweep(self, arguments: list[str]) -> SweepRun:
         base = [*self.sweeper.job_arguments(arguments), *(f"{k}={v}" for k, v in self.params.items())]
@@ -146,13 +180,12 @@ class CrossoverSearch:
         point failed) ends there."""
         wanted = []
         for n in self.lens:
-            step = self.steps[n] = breakeven.next_step(self.points(run, n), self.search)
+            found = self.believed(run, n)
+            step = self.steps[n] = steer(found, self.search, {b for b, m in tried if m == n})
             where = f" at input_len {n}" if n is not None else ""
             if step.batch is None:
-                continue
-            if (step.batch, n) in tried:
-                self.steps[n] = Step(None, "failed", step.lo, step.hi)
-                console.print(f"crossover search{where}: batch {step.batch} failed; the search ends")
+                if found.aside and step.status != SEARCHING:
+                    console.print(f"crossover search{where}: {found.words()}; the search ends ({step.status})")
                 continue
             console.print(
                 f"crossover search{where}: break-even between {step.lo:.1f} and {step.hi:.1f} (95%) so far; "
@@ -165,26 +198,37 @@ class CrossoverSearch:
         """crossover.csv (one row per search), the map (several input lengths), the parent's
         metrics: batches and points used against the grid's, and the interval; the answer in words."""
         metrics: dict[str, float] = {"crossover.grid_batches": len(self.search.grid)}
-        answer, table = [], []
+        answer_lines, table = [], []
         for n in self.lens:
-            points = self.points(run, n)
+            found = self.believed(run, n)
             step = self.steps.get(n)
             if step is None or step.status == SEARCHING:  # interrupted, or a dry run: where it stood
-                step = breakeven.next_step(points, self.search) if len(points) >= 2 else Step(None, SEARCHING)
+                step = steer(found, self.search, set()) if len(found.measured) >= 2 else Step(None, SEARCHING)
                 if step.batch is not None:
                     step = Step(None, SEARCHING, step.lo, step.hi)
+            measured = found.measured
             suffix = f".input_len{n}" if n is not None else ""
-            metrics |= {f"crossover.batches{suffix}": len(points), f"crossover.points{suffix}": 2 * len(points)}
+            metrics |= {f"crossover.batches{suffix}": len(measured), f"crossover.points{suffix}": 2 * len(measured)}
+            metrics |= {f"crossover.set_aside{suffix}": len(found.aside)}
             metrics |= {f"crossover.{k}{suffix}": v for k, v in (("lo", step.lo), ("hi", step.hi)) if math.isfinite(v)}
-            words = breakeven.describe(step, self.search, len(points))
-            answer.append(f"input_len {n}: {words}" if n is not None else words)
+            words = answer(step, self.search, found)
+            answer_lines.append(f"input_len {n}: {words}" if n is not None else words)
+            aside = " ".join(f"{b}:{why.replace(' ', '_')}" for b, why in found.aside.items())
             table.append(
-                [n if n is not None else "", step.status, step.lo, step.hi, len(points), " ".join(map(str, points))]
+                [
+                    n if n is not None else "",
+                    step.status,
+                    step.lo,
+                    step.hi,
+                    len(measured),
+                    " ".join(map(str, measured)),
+                    aside,
+                ]
             )
         path = run.sweep_dir / "crossover.csv"
         with path.open("w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["input_len", "status", "lo", "hi", "batches", "measured", "grid_batches"])
+            w.writerow(["input_len", "status", "lo", "hi", "batches", "measured", "set_aside", "grid_batches"])
             w.writerows([*row, len(self.search.grid)] for row in table)
         files = [path]
         if len(self.lens) > 1:
@@ -192,4 +236,4 @@ class CrossoverSearch:
 
             figure = draw_map(run.points(), run.sweep_dir / "plots" / "crossover_map.png")
             files += [figure] if figure is not None else []
-        return metrics, files, answer
+        return metrics, files, answer_lines

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from matplotlib.image import imread
 
-from specexp.report.crossover_map import draw_map, speedup_map
+from specexp.report.crossover_map import believed_map, draw_map, speedup_map
 from specexp.result import PointResult
 
 
@@ -37,3 +37,13 @@ def test_the_map_is_drawn_for_two_lengths_or_more(tmp_path: Path) -> None:
     assert path is not None and imread(path).shape[0] > 300
     assert draw_map(_points(16, 6.0, [1, 64]), tmp_path / "one.png") is None  # one length: no map
     assert not (tmp_path / "one.png").exists()
+
+
+def test_an_unsettled_batch_is_not_drawn_as_measured(tmp_path: Path) -> None:
+    rows = _points(16, 6.0, [1, 64, 6]) + _points(128, 10.0, [1, 64, 10, 3])
+    unsettled = next(r for r in rows if r.params["workload.input_len"] == 128 and r.batch == 3 and r.speculative)
+    unsettled.metrics["windows_settled"] = 0.0
+    found = believed_map(rows)
+    assert list(found[128].settled) == [1, 10, 64] and found[128].aside == {3: "unsettled"}
+    assert 3 not in speedup_map(rows)[128]
+    assert draw_map(rows, tmp_path / "map.png") is not None

@@ -1,0 +1,73 @@
+"""Which of a break-even search's batches may be believed: the search steers by them and the map
+draws them (specexp.sweep.crossover, specexp.report.crossover_map); the others are set aside, the
+way the verdict sets a point aside, and said so.
+
+A batch is set aside when one of its arms failed (no speedup to read), when a cap stopped one of
+its arms before ``measure.windows`` windows (``windows_settled`` 0: its interval is not what the
+search asked for), or when its speedup breaks the curve (analysis.breaks_trend, the verdict's flag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from specexp.metrics.stats import Estimate
+from specexp.report.analysis import breaks_trend
+from specexp.report.breakeven import batch_speedups
+from specexp.result import PointResult
+
+FAILED = "failed"
+UNSETTLED = "unsettled"
+BREAKS = "breaks the curve"
+WHY = {
+    FAILED: "an arm failed (summary.csv)",
+    UNSETTLED: "a cap stopped an arm before measure.windows windows (raise measure.max_s)",
+    BREAKS: "its speedup breaks the curve, as the verdict flags it",
+}
+
+
+@dataclass
+class Believed:
+    """One setting's batches: the speedups that may steer the search (``points``, the curve-breakers
+    still among them: the search's rule sets those aside itself) and the batches set aside with why."""
+
+    points: dict[int, Estimate]
+    aside: dict[int, str] = field(default_factory=dict)  # batch -> FAILED | UNSETTLED | BREAKS
+
+    @property
+    def settled(self) -> dict[int, Estimate]:
+        """The points the map draws as measured and reads the break-even from."""
+        return {b: e for b, e in self.points.items() if b not in self.aside}
+
+    @property
+    def measured(self) -> list[int]:
+        """Every batch measured, set aside or not."""
+        return sorted({*self.points, *self.aside})
+
+    def words(self) -> str:
+        """``set aside: batch 12 (why), ...``; empty when none is."""
+        if not self.aside:
+            return ""
+        return "set aside: " + ", ".join(f"batch {b} ({WHY[why]})" for b, why in sorted(self.aside.items()))
+
+
+def believed(rows: Sequence[PointResult], batch_min: int = 1, batch_max: int | None = None) -> Believed:
+    """One setting's rows (both arms, any batch) -> its speedups inside [batch_min, batch_max] and
+    the batches set aside. A batch measured again after it failed (resume) counts as measured."""
+
+    def inside(b: int) -> bool:
+        return batch_min <= b <= (batch_max if batch_max is not None else b)
+
+    speedups = {b: e for b, e in batch_speedups(rows).items() if inside(b)}
+    aside: dict[int, str] = {}
+    for row in rows:
+        if not inside(row.batch):
+            continue
+        if row.status not in ("ok", "dry_run") and row.batch not in speedups:
+            aside[row.batch] = FAILED
+        elif row.ok and not row.metrics.get("windows_settled", 1):
+            aside.setdefault(row.batch, UNSETTLED)
+    points = {b: e for b, e in speedups.items() if aside.get(b) != UNSETTLED}
+    aside |= {b: BREAKS for b in breaks_trend(points)}  # type: ignore[arg-type]
+    return Believed(points, dict(sorted(aside.items())))
