@@ -1,6 +1,7 @@
 """The envelope as a map: a drafter's speedup over (batch, context length) as a heatmap, with the
 break-even line and its 95% band, from the points of a break-even search run at several prompt
-lengths (``+sweep=crossover_map``) or of any sweep over batch x workload.input_len.
+lengths (``+sweep=crossover_map``) or of any sweep over batch x workload.input_len (random
+prompts) or x workload.length_bucket (a dataset's prompts by token length).
 
 Each row is one prompt length. Between measured batches the speedup is interpolated linearly in
 log2(batch), the way the break-even itself is read (analysis.crossover); the measured batches are
@@ -21,21 +22,11 @@ from matplotlib.figure import Figure
 
 from specexp.metrics.stats import Estimate
 from specexp.report.analysis import crossover, crossover_interval
-from specexp.report.crossover_points import Believed, believed
+from specexp.report.crossover_points import believed_map
 from specexp.result import PointResult
 
-INPUT_LEN = "workload.input_len"
 
-
-def believed_map(rows: Sequence[PointResult]) -> dict[int, Believed]:
-    """Prompt length -> its batches (crossover_points.believed: the settled ones and those set aside),
-    from the points that name their length; lengths with no speedup at all are left out."""
-    lengths = sorted({int(r.params[INPUT_LEN]) for r in rows if INPUT_LEN in r.params})
-    found = {n: believed([r for r in rows if int(r.params.get(INPUT_LEN, -1)) == n]) for n in lengths}
-    return {n: b for n, b in found.items() if b.settled}
-
-
-def speedup_map(rows: Sequence[PointResult]) -> dict[int, dict[int, Estimate]]:
+def speedup_map(rows: Sequence[PointResult]) -> dict[str, dict[int, Estimate]]:
     """Prompt length -> batch -> the drafter's speedup, at the batches that may be believed."""
     return {n: b.settled for n, b in believed_map(rows).items()}
 
@@ -93,10 +84,10 @@ def draw_map(rows: Sequence[PointResult], path: Path) -> Path | None:
     ax.minorticks_off()
     shown = sorted({*batches, *(b for one in found.values() for b in one.aside)})
     ax.set_xlim(shown[0] / 1.1, shown[-1] * 1.1)
-    ax.set_yticks(range(len(lengths)), labels=[str(n) for n in lengths])
+    ax.set_yticks(range(len(lengths)), labels=[n.replace("-", "–") for n in lengths])
     ax.set_ylim(-0.5, len(lengths) - 0.5)
     ax.set_xlabel("batch (closed-loop streams)")
-    ax.set_ylabel("prompt tokens")
+    ax.set_ylabel("prompt tokens" + (" (dataset bucket)" if any("-" in n for n in lengths) else ""))
     drafter = next((r.drafter for r in rows if r.speculative), "drafter")
     ax.set_title(f"{drafter} vs none: speedup over batch and context length (dots: measured)")
     ax.legend(loc="upper right", fontsize=8, framealpha=0.8)

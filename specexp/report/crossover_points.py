@@ -17,6 +17,8 @@ from specexp.report.analysis import breaks_trend
 from specexp.report.breakeven import batch_speedups
 from specexp.result import PointResult
 
+INPUT_LEN = "workload.input_len"  # random prompts' context length
+BUCKET = "workload.length_bucket"  # a dataset's
 FAILED = "failed"
 UNSETTLED = "unsettled"
 BREAKS = "breaks the curve"
@@ -71,3 +73,27 @@ def believed(rows: Sequence[PointResult], batch_min: int = 1, batch_max: int | N
     points = {b: e for b, e in speedups.items() if aside.get(b) != UNSETTLED}
     aside |= {b: BREAKS for b in breaks_trend(points)}  # type: ignore[arg-type]
     return Believed(points, dict(sorted(aside.items())))
+
+
+def context_of(row: PointResult) -> str | None:
+    """The context length a row was measured at, as crossover.input_lens names it: a dataset's
+    length bucket (``128-512``), or random prompts' token count (``64``); None for a dataset's
+    prompts taken whatever their length."""
+    if row.params.get(BUCKET):
+        return str(row.params[BUCKET])
+    if row.params.get("workload.kind", "random") == "random" and INPUT_LEN in row.params:
+        return str(int(row.params[INPUT_LEN]))
+    return None
+
+
+def context_order(label: str) -> int:
+    """Where a context length sorts: a bucket by its lower bound."""
+    return int(label.split("-", 1)[0])
+
+
+def believed_map(rows: Sequence[PointResult]) -> dict[str, Believed]:
+    """Context length (context_of) -> its batches (``believed``), shortest first; lengths without a
+    settled speedup are left out."""
+    lengths = sorted({n for r in rows if (n := context_of(r)) is not None}, key=context_order)
+    found = {n: believed([r for r in rows if context_of(r) == n]) for n in lengths}
+    return {n: b for n, b in found.items() if b.settled}

@@ -4,9 +4,9 @@ Both arms (drafter=none and the configured drafter) are measured at the range's 
 at a time where specexp.report.breakeven says it narrows the break-even's 95% interval most, until
 the interval lies between adjacent measured batches (the resolution), outside the range, as narrow
 as the noise allows, or the budget (``max_points``) is spent. With ``input_lens`` the search runs at
-each prompt length (workload.input_len) side by side, each launch measuring every unfinished
-search's next batch, and the sweep draws the map of speedup over batch and context length
-(specexp.report.crossover_map).
+each context length (random prompts' workload.input_len, or a dataset's workload.length_bucket)
+side by side, each launch measuring every unfinished search's next batch, and the sweep draws the
+map of speedup over batch and context length (specexp.report.crossover_map).
 
 Every launch holds both arms at one or more batches, their windows taking turns; under the basic
 launcher the two servers stay up from one launch to the next (``server.keep_up``), so the whole
@@ -30,14 +30,12 @@ from specexp.config import Config, ConfigError, CrossoverConf
 from specexp.console import console, invalid_config_exits
 from specexp.report import breakeven
 from specexp.report.breakeven import NOISE, SEARCHING, Points, Search, Step, median_rule
-from specexp.report.crossover_points import FAILED, UNSETTLED, Believed, believed
+from specexp.report.crossover_points import BUCKET, FAILED, INPUT_LEN, UNSETTLED, Believed, believed, context_of
 from specexp.result import BASELINE, PointResult
 from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.grid import SweepFailed
 from specexp.sweep.names import point_names, sweep_params
 from specexp.sweep.plan import Job
-
-INPUT_LEN = "workload.input_len"
 
 
 def _drafter_override(override: str) -> bool:
@@ -87,12 +85,13 @@ class CrossoverSearch:
         self.conf = conf
         self.search = Search(conf.batch_min, conf.batch_max, conf.resolution, conf.max_points)
         self.params = params
-        self.lens: list[int | None] = list(conf.input_lens) or [None]
-        self.steps: dict[int | None, Step] = {}
+        self.lens: list[str | None] = list(conf.input_lens) or [None]
+        self.key = BUCKET if conf.buckets else INPUT_LEN  # what each of input_lens sets
+        self.steps: dict[str | None, Step] = {}
 
-    def jobs(self, base: list[str], batch: int, length: int | None) -> list[list[str]]:
-        """Both arms at one batch (and prompt length): the baseline first."""
-        at = [f"batch={batch}", *([f"{INPUT_LEN}={length}"] if length is not None else [])]
+    def jobs(self, base: list[str], batch: int, length: str | None) -> list[list[str]]:
+        """Both arms at one batch (and context length): the baseline first."""
+        at = [f"batch={batch}", *([f"{self.key}={length}"] if length is not None else [])]
         baseline = [o for o in base if not _drafter_override(o)] + [f"drafter={BASELINE}"]
         return [[*baseline, *at], [*base, *at]]
 
@@ -104,29 +103,32 @@ class CrossoverSearch:
             )
         if first.load.kind != "closed":
             raise ConfigError("load", "the search varies the batch of a closed loop", "use load=closed")
-        if self.conf.input_lens and first.workload.kind != "random":
+        if self.conf.input_lens and (first.workload.kind == "random") == self.conf.buckets:
+            what = (
+                "length buckets pick a dataset's prompts" if self.conf.buckets else "prompt lengths set random prompts"
+            )
             raise ConfigError(
                 "hydra.sweeper.crossover.input_lens",
-                f"prompt lengths are set for random prompts, not workload.kind={first.workload.kind}",
-                "use workload=random, or drop input_lens",
+                f"{what}, and workload.kind is {first.workload.kind}",
+                "give token counts (e.g. [16,128,512]) for workload=random, buckets (e.g. [0-128,128-512]) else",
             )
 
-    def plan(self, base: list[str], wanted: list[tuple[int, int | None]], sweep_id: str) -> list[Job]:
+    def plan(self, base: list[str], wanted: list[tuple[int, str | None]], sweep_id: str) -> list[Job]:
         """The jobs for ``wanted`` (batch, length) pairs, planned beside the range's largest batch so
         that every launch sizes its servers alike (max_batch = batch_max) and finds them up; an
         invalid job ends the sweep before any server starts (exit 2)."""
         sizing = [s for s in [(self.search.batch_max, self.lens[0])] if s not in wanted]
         jobs = [job for b, n in [*wanted, *sizing] for job in self.jobs(base, b, n)]
         with invalid_config_exits():
-            planned = self.sweeper.plan(jobs, sweep_id, point_names(jobs, ["drafter", "batch", INPUT_LEN]))
+            planned = self.sweeper.plan(jobs, sweep_id, point_names(jobs, ["drafter", "batch", self.key]))
         keep = [job for b, n in wanted for job in self.jobs(base, b, n)]
         return [j for j in planned if any(j.overrides[: len(k)] == k for k in keep)]
 
-    def rows(self, run: SweepRun, length: int | None) -> list[PointResult]:
+    def rows(self, run: SweepRun, length: str | None) -> list[PointResult]:
         points = run.points()
-        return points if length is None else [r for r in points if int(r.params.get(INPUT_LEN, -1)) == length]
+        return points if length is None else [r for r in points if context_of(r) == length]
 
-    def believed(self, run: SweepRun, length: int | None) -> Believed:
+    def believed(self, run: SweepRun, length: str | None) -> Believed:
         """The batches measured so far at ``length``, inside the range: those that may steer the
         search, and those set aside (failed, unsettled, breaking the curve)."""
         return believed(self.rows(run, length), self.search.batch_min, self.search.batch_max)
@@ -148,8 +150,8 @@ class CrossoverSearch:
             "batch": f"{self.search.batch_min}–{self.search.batch_max}",
         }
         if self.conf.input_lens:
-            what[INPUT_LEN] = ",".join(map(str, self.conf.input_lens))
-            run.name += f" × input_len {what[INPUT_LEN]}"
+            what[self.key] = ",".join(self.conf.input_lens)
+            run.name += f" × {self.key.removeprefix('workload.')} {what[self.key]}"
         run.params = sweep_params(first, what) | {
             f"crossover.{k}": str(getattr(self.conf, k)) for k in ("batch_min", "batch_max", "resolution", "max_points")
         }
@@ -175,14 +177,14 @@ class CrossoverSearch:
         if jobs:
             self.sweeper.launch(run, jobs)
 
-    def next_batches(self, run: SweepRun, tried: set[tuple[int, int | None]]) -> list[tuple[int, int | None]]:
+    def next_batches(self, run: SweepRun, tried: set[tuple[int, str | None]]) -> list[tuple[int, str | None]]:
         """Each unfinished search's next batch; a search whose next batch was tried already (its
         point failed) ends there."""
         wanted = []
         for n in self.lens:
             found = self.believed(run, n)
             step = self.steps[n] = steer(found, self.search, {b for b, m in tried if m == n})
-            where = f" at input_len {n}" if n is not None else ""
+            where = f" at {self.key.removeprefix('workload.')} {n}" if n is not None else ""
             if step.batch is None:
                 if found.aside and step.status != SEARCHING:
                     console.print(f"crossover search{where}: {found.words()}; the search ends ({step.status})")
@@ -207,12 +209,12 @@ class CrossoverSearch:
                 if step.batch is not None:
                     step = Step(None, SEARCHING, step.lo, step.hi)
             measured = found.measured
-            suffix = f".input_len{n}" if n is not None else ""
+            suffix = f".{self.key.removeprefix('workload.')}{n}" if n is not None else ""
             metrics |= {f"crossover.batches{suffix}": len(measured), f"crossover.points{suffix}": 2 * len(measured)}
             metrics |= {f"crossover.set_aside{suffix}": len(found.aside)}
             metrics |= {f"crossover.{k}{suffix}": v for k, v in (("lo", step.lo), ("hi", step.hi)) if math.isfinite(v)}
             words = answer(step, self.search, found)
-            answer_lines.append(f"input_len {n}: {words}" if n is not None else words)
+            answer_lines.append(f"{self.key.removeprefix('workload.')} {n}: {words}" if n is not None else words)
             aside = " ".join(f"{b}:{why.replace(' ', '_')}" for b, why in found.aside.items())
             table.append(
                 [

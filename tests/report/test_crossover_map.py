@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from matplotlib.image import imread
 
-from specexp.report.crossover_map import believed_map, draw_map, speedup_map
+from specexp.report.crossover_map import draw_map, speedup_map
+from specexp.report.crossover_points import believed_map
 from specexp.result import PointResult
 
 
@@ -27,8 +28,8 @@ def _points(length: int, at: float, batches: list[int]) -> list[PointResult]:
 def test_speedups_by_length_and_batch() -> None:
     rows = _points(16, 6.0, [1, 64, 6]) + _points(512, 24.0, [1, 64, 24, 20])
     found = speedup_map(rows)
-    assert list(found) == [16, 512] and list(found[512]) == [1, 20, 24, 64]
-    assert found[16][6].value == pytest.approx(1.0) and found[512][1].value > found[16][1].value
+    assert list(found) == ["16", "512"] and list(found["512"]) == [1, 20, 24, 64]
+    assert found["16"][6].value == pytest.approx(1.0) and found["512"][1].value > found["16"][1].value
 
 
 def test_the_map_is_drawn_for_two_lengths_or_more(tmp_path: Path) -> None:
@@ -44,6 +45,20 @@ def test_an_unsettled_batch_is_not_drawn_as_measured(tmp_path: Path) -> None:
     unsettled = next(r for r in rows if r.params["workload.input_len"] == 128 and r.batch == 3 and r.speculative)
     unsettled.metrics["windows_settled"] = 0.0
     found = believed_map(rows)
-    assert list(found[128].settled) == [1, 10, 64] and found[128].aside == {3: "unsettled"}
-    assert 3 not in speedup_map(rows)[128]
+    assert list(found["128"].settled) == [1, 10, 64] and found["128"].aside == {3: "unsettled"}
+    assert 3 not in speedup_map(rows)["128"]
     assert draw_map(rows, tmp_path / "map.png") is not None
+
+
+def test_dataset_buckets_are_rows_of_the_map_by_their_lower_bound(tmp_path: Path) -> None:
+    rows = _points(16, 6.0, [1, 64, 6]) + _points(128, 10.0, [1, 64, 10])
+    for r in rows:  # the same points as a dataset's length buckets
+        r.params |= {
+            "workload.kind": "humaneval",
+            "workload.length_bucket": "128-512" if r.params["workload.input_len"] == 16 else "0-128",
+        }
+    assert list(speedup_map(rows)) == ["0-128", "128-512"]
+    assert draw_map(rows, tmp_path / "map.png") is not None
+    for r in rows:  # a dataset's prompts whatever their length: no context length to map
+        r.params["workload.length_bucket"] = None
+    assert speedup_map(rows) == {}
