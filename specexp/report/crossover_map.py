@@ -21,8 +21,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
 from specexp.metrics.stats import Estimate
-from specexp.report.analysis import crossover, crossover_interval
-from specexp.report.crossover_points import believed_map
+from specexp.report.crossover_points import believed_map, break_even
 from specexp.result import PointResult
 
 
@@ -68,10 +67,9 @@ def draw_map(rows: Sequence[PointResult], path: Path) -> Path | None:
                 list(one.aside), [row] * len(one.aside), s=40, marker="x", color="dimgray", zorder=3, label=label
             )
             crossed = True
-        lo, hi = crossover_interval(points)
+        point, lo, hi = break_even(points)
         centres.append(row)
         bands.append((min(max(lo, batches[0]), batches[-1]), max(min(hi, batches[-1]), batches[0])))
-        point = crossover([(x, e.value) for x, e in points.items()])
         lines.append(point if point is not None else (batches[-1] if lo == math.inf else batches[0]))
     los, his = [b[0] for b in bands], [b[1] for b in bands]
     ax.fill_betweenx(centres, los, his, color="black", alpha=0.1, linewidth=0, label="95% band")

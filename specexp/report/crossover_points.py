@@ -9,11 +9,12 @@ search asked for), or when its speedup breaks the curve (analysis.breaks_trend, 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from specexp.metrics.stats import Estimate
-from specexp.report.analysis import breaks_trend
+from specexp.report.analysis import breaks_trend, crossover, crossover_interval
 from specexp.report.breakeven import batch_speedups
 from specexp.result import PointResult
 
@@ -71,7 +72,7 @@ def believed(rows: Sequence[PointResult], batch_min: int = 1, batch_max: int | N
         elif row.ok and not row.metrics.get("windows_settled", 1):
             aside.setdefault(row.batch, UNSETTLED)
     points = {b: e for b, e in speedups.items() if aside.get(b) != UNSETTLED}
-    aside |= {b: BREAKS for b in breaks_trend(points)}  # type: ignore[arg-type]
+    aside |= {b: BREAKS for b in breaks_trend(points)}
     return Believed(points, dict(sorted(aside.items())))
 
 
@@ -97,3 +98,12 @@ def believed_map(rows: Sequence[PointResult]) -> dict[str, Believed]:
     lengths = sorted({n for r in rows if (n := context_of(r)) is not None}, key=context_order)
     found = {n: believed([r for r in rows if context_of(r) == n]) for n in lengths}
     return {n: b for n, b in found.items() if b.settled}
+
+
+def break_even(points: dict[int, Estimate]) -> tuple[float | None, float, float]:
+    """A context length's break-even from its settled speedups, as the verdict reads one: the
+    interpolated crossing (analysis.crossover; None when it never falls below 1 or is below from
+    the first batch on) and its 95% interval (analysis.crossover_interval)."""
+    point = crossover([(b, e.value) for b, e in sorted(points.items())])
+    lo, hi = crossover_interval(points) if any(e.known for e in points.values()) else (-math.inf, math.inf)
+    return point, lo, hi

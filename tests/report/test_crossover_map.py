@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 from matplotlib.image import imread
 
+from specexp import tracking
+from specexp.config import TrackingConfig
+from specexp.report.__main__ import main
 from specexp.report.crossover_map import draw_map, speedup_map
 from specexp.report.crossover_points import believed_map
 from specexp.result import PointResult
@@ -62,3 +65,31 @@ def test_dataset_buckets_are_rows_of_the_map_by_their_lower_bound(tmp_path: Path
     for r in rows:  # a dataset's prompts whatever their length: no context length to map
         r.params["workload.length_bucket"] = None
     assert speedup_map(rows) == {}
+
+
+def test_the_report_of_a_map_sweep_carries_the_map_and_its_table(tmp_path: Path) -> None:
+    """``python -m specexp.report`` on a map sweep read back from a real MLflow store: the heatmap
+    among the plots, the table of speedups per context length and batch with each break-even, and
+    an unsettled batch shown as set aside rather than with a value."""
+    cfg = TrackingConfig(uri=f"sqlite:///{tmp_path / 'mlflow.db'}", experiment="specexp")
+    tracking.start_parent(cfg, tmp_path, "map-a", "sweep-map-a", {})
+    rows = _points(16, 6.0, [1, 64, 6]) + _points(512, 24.0, [1, 64, 24, 12])
+    for r in rows:
+        r.metrics["windows_settled"] = (
+            0.0 if (r.params["workload.input_len"], r.batch, r.drafter) == (512, 12, "tiny") else 1.0
+        )
+        params = r.params | {"engine.name": "torch", "model.name": "tiny", "sweep_id": "map-a", "max_batch": 64}
+        tags = {"specexp.sweep_id": "map-a", "specexp.status": "ok"}
+        name = f"{r.drafter}-b{r.batch}-n{r.params['workload.input_len']}"
+        tracking.log_point(cfg, tmp_path, name, r.metrics, params, tags, [], "FINISHED", "map-a")
+    out = tmp_path / "report"
+    assert main(["map-a", "--tracking-uri", cfg.uri, "--out", str(out)]) == 0
+    text = (out / "report.md").read_text()
+    assert "## Break-even map" in text and "![crossover_map](crossover_map.png)" in text
+    assert imread(out / "crossover_map.png").shape[0] > 300
+    table = [line for line in text.split("## Break-even map", 1)[1].splitlines() if line.startswith("| ")]
+    header, _, short, long = ([c.strip() for c in line.strip("|").split("|")] for line in table)
+    assert header == ["prompt tokens", "batch 1", "batch 6", "batch 12", "batch 24", "batch 64", "break-even (95%)"]
+    assert short[0] == "16" and short[2].startswith("1.00 [") and short[3] == ""  # 16 tokens: batch 12 not measured
+    assert long[3] == "set aside (unsettled)" and long[-1].startswith("24.0 [")
+    assert "prompt tokens 512: set aside: batch 12 (a cap stopped an arm" in text
