@@ -110,7 +110,8 @@ class CrossoverSearch:
             raise ConfigError(
                 "hydra.sweeper.crossover.input_lens",
                 f"{what}, and workload.kind is {first.workload.kind}",
-                "give token counts (e.g. [16,128,512]) for workload=random, buckets (e.g. [0-128,128-512]) else",
+                "give token counts (e.g. [16,128,512]) for workload=random, "
+                "length buckets (e.g. [0-128,128-512]) for a dataset workload",
             )
 
     def plan(self, base: list[str], wanted: list[tuple[int, str | None]], sweep_id: str) -> list[Job]:
@@ -152,6 +153,7 @@ class CrossoverSearch:
         if self.conf.input_lens:
             what[self.key] = ",".join(self.conf.input_lens)
             run.name += f" × {self.key.removeprefix('workload.')} {what[self.key]}"
+            run.settings = [self.key]  # a column of summary.csv and the tables: which context length
         run.params = sweep_params(first, what) | {
             f"crossover.{k}": str(getattr(self.conf, k)) for k in ("batch_min", "batch_max", "resolution", "max_points")
         }
