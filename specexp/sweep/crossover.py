@@ -87,6 +87,7 @@ class CrossoverSearch:
         self.params = params
         self.lens: list[str | None] = list(conf.input_lens) or [None]
         self.key = BUCKET if conf.buckets else INPUT_LEN  # what each of input_lens sets
+        self.axis = self.key.removeprefix("workload.")  # its name in words and metric names
         self.steps: dict[str | None, Step] = {}
 
     def jobs(self, base: list[str], batch: int, length: str | None) -> list[list[str]]:
@@ -152,7 +153,7 @@ class CrossoverSearch:
         }
         if self.conf.input_lens:
             what[self.key] = ",".join(self.conf.input_lens)
-            run.name += f" × {self.key.removeprefix('workload.')} {what[self.key]}"
+            run.name += f" × {self.axis} {what[self.key]}"
             run.settings = [self.key]  # a column of summary.csv and the tables: which context length
         run.params = sweep_params(first, what) | {
             f"crossover.{k}": str(getattr(self.conf, k)) for k in ("batch_min", "batch_max", "resolution", "max_points")
@@ -180,13 +181,13 @@ class CrossoverSearch:
             self.sweeper.launch(run, jobs)
 
     def next_batches(self, run: SweepRun, tried: set[tuple[int, str | None]]) -> list[tuple[int, str | None]]:
-        """Each unfinished search's next batch; a search whose next batch was tried already (its
-        point failed) ends there."""
+        """Each unfinished search's next batch (``steer``: set-aside batches never steer it, and a
+        batch tried already is not measured again)."""
         wanted = []
         for n in self.lens:
             found = self.believed(run, n)
             step = self.steps[n] = steer(found, self.search, {b for b, m in tried if m == n})
-            where = f" at {self.key.removeprefix('workload.')} {n}" if n is not None else ""
+            where = f" at {self.axis} {n}" if n is not None else ""
             if step.batch is None:
                 if found.aside and step.status != SEARCHING:
                     console.print(f"crossover search{where}: {found.words()}; the search ends ({step.status})")
@@ -211,12 +212,12 @@ class CrossoverSearch:
                 if step.batch is not None:
                     step = Step(None, SEARCHING, step.lo, step.hi)
             measured = found.measured
-            suffix = f".{self.key.removeprefix('workload.')}{n}" if n is not None else ""
+            suffix = f".{self.axis}{n}" if n is not None else ""
             metrics |= {f"crossover.batches{suffix}": len(measured), f"crossover.points{suffix}": 2 * len(measured)}
             metrics |= {f"crossover.set_aside{suffix}": len(found.aside)}
             metrics |= {f"crossover.{k}{suffix}": v for k, v in (("lo", step.lo), ("hi", step.hi)) if math.isfinite(v)}
             words = answer(step, self.search, found)
-            answer_lines.append(f"{self.key.removeprefix('workload.')} {n}: {words}" if n is not None else words)
+            answer_lines.append(f"{self.axis} {n}: {words}" if n is not None else words)
             aside = " ".join(f"{b}:{why.replace(' ', '_')}" for b, why in found.aside.items())
             table.append(
                 [
