@@ -70,7 +70,8 @@ def draw_map(rows: Sequence[PointResult], path: Path) -> Path | None:
         point, lo, hi = break_even(points)
         centres.append(row)
         bands.append((min(max(lo, batches[0]), batches[-1]), max(min(hi, batches[-1]), batches[0])))
-        lines.append(point if point is not None else (batches[-1] if lo == math.inf else batches[0]))
+        edge = {math.inf: batches[-1]}.get(lo, batches[0] if hi == -math.inf else math.nan)  # nan: not known
+        lines.append(point if point is not None else edge)
     los, his = [b[0] for b in bands], [b[1] for b in bands]
     ax.fill_betweenx(centres, los, his, color="black", alpha=0.1, linewidth=0, label="95% band")
     for edge in (los, his):  # the band's edges drawn, so a wide band leaves the colours readable

@@ -185,11 +185,13 @@ class CrossoverSearch:
         batch tried already is not measured again)."""
         wanted = []
         for n in self.lens:
+            if n in self.steps and self.steps[n].batch is None:
+                continue  # this search has ended
             found = self.believed(run, n)
             step = self.steps[n] = steer(found, self.search, {b for b, m in tried if m == n})
             where = f" at {self.axis} {n}" if n is not None else ""
             if step.batch is None:
-                if found.aside and step.status != SEARCHING:
+                if found.aside:
                     console.print(f"crossover search{where}: {found.words()}; the search ends ({step.status})")
                 continue
             console.print(
