@@ -30,6 +30,27 @@ def speedup_map(rows: Sequence[PointResult]) -> dict[str, dict[int, Estimate]]:
     return {n: b.settled for n, b in believed_map(rows).items()}
 
 
+NEAR = 0.25  # log2(batch): labels closer than this to the last one would overlap (the table has them)
+EDGE = 0.14  # log2(batch): how far a row's colour reaches past its outermost measured batches
+
+
+def _row_values(grid: np.ndarray, points: dict[int, Estimate]) -> np.ndarray:
+    """One length's speedup on the grid: interpolated in log2(batch) between its measured batches,
+    NaN outside them (a length measured at batch 1 alone is not painted across the whole range)."""
+    xs = np.log2(sorted(points))
+    values = np.interp(grid, xs, [points[b].value for b in sorted(points)])
+    return np.where((grid >= xs[0] - EDGE) & (grid <= xs[-1] + EDGE), values, np.nan)
+
+
+def _labelled(batches: list[int]) -> list[int]:
+    """The batches whose speedups are written beside their dots: each at least NEAR from the last."""
+    out: list[int] = []
+    for b in batches:
+        if not out or math.log2(b) - math.log2(out[-1]) >= NEAR:
+            out.append(b)
+    return out
+
+
 def draw_map(rows: Sequence[PointResult], path: Path) -> Path | None:
     """The heatmap as a PNG at ``path``; None when fewer than two lengths have speedups. A batch set
     aside (failed, unsettled, breaking the curve) is marked with a cross, without a value, and neither
@@ -41,11 +62,10 @@ def draw_map(rows: Sequence[PointResult], path: Path) -> Path | None:
     batches = sorted({b for one in found.values() for b in one.settled})
     lo_x, hi_x = math.log2(batches[0]), math.log2(batches[-1])
     grid = np.linspace(lo_x, hi_x, 240)
-    values = np.array(
-        [np.interp(grid, np.log2(list(one.settled)), [e.value for e in one.settled.values()]) for one in found.values()]
-    )
+    values = np.ma.masked_invalid([_row_values(grid, one.settled) for one in found.values()])
     fig = Figure(figsize=(8.0, 1.6 + 1.1 * len(lengths)), layout="constrained")
     ax = fig.add_subplot()
+    ax.set_facecolor("0.85")  # outside a length's measured batches: not coloured as if measured
     spread = max(abs(values.max() - 1), abs(1 - values.min()), 0.05)
     norm = TwoSlopeNorm(vcenter=1.0, vmin=1 - spread, vmax=1 + spread)
     x_edges = 2 ** np.concatenate([[grid[0] - 0.14], (grid[1:] + grid[:-1]) / 2, [grid[-1] + 0.14]])
@@ -58,9 +78,11 @@ def draw_map(rows: Sequence[PointResult], path: Path) -> Path | None:
         points = dict(sorted(one.settled.items()))
         xs = list(points)
         ax.scatter(xs, [row] * len(xs), s=18, color="black", zorder=3)
-        for k, (b, e) in enumerate(points.items()):  # in batch order, above and below by turns: no overlap
+        for k, b in enumerate(_labelled(xs)):  # in batch order, above and below by turns: no overlap
             up = 7 if k % 2 == 0 else -13
-            ax.annotate(f"{e.value:.2f}", (b, row), xytext=(0, up), textcoords="offset points", ha="center", fontsize=7)
+            ax.annotate(
+                f"{points[b].value:.2f}", (b, row), xytext=(0, up), textcoords="offset points", ha="center", fontsize=7
+            )
         if one.aside:
             label = None if crossed else "set aside (failed, unsettled or off the curve)"
             ax.scatter(
@@ -88,7 +110,7 @@ def draw_map(rows: Sequence[PointResult], path: Path) -> Path | None:
     ax.set_xlabel("batch (closed-loop streams)")
     ax.set_ylabel("prompt tokens" + (" (dataset bucket)" if any("-" in n for n in lengths) else ""))
     drafter = next((r.drafter for r in rows if r.speculative), "drafter")
-    ax.set_title(f"{drafter} vs none: speedup over batch and context length (dots: measured)")
+    ax.set_title(f"{drafter} vs none: speedup over batch and context length (dots: measured; grey: not)")
     ax.legend(loc="upper right", fontsize=8, framealpha=0.8)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)

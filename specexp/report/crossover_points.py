@@ -80,8 +80,9 @@ def context_of(row: PointResult) -> str | None:
     """The context length a row was measured at, as crossover.input_lens names it: a dataset's
     length bucket (``128-512``), or random prompts' token count (``64``); None for a dataset's
     prompts taken whatever their length."""
-    if row.params.get(BUCKET):
-        return str(row.params[BUCKET])
+    bucket = row.params.get(BUCKET)
+    if bucket not in (None, "", "None"):  # read back from MLflow, a null is the string "None"
+        return str(bucket)
     if row.params.get("workload.kind", "random") == "random" and INPUT_LEN in row.params:
         return str(int(row.params[INPUT_LEN]))
     return None

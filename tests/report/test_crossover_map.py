@@ -79,6 +79,7 @@ def test_the_report_of_a_map_sweep_carries_the_map_and_its_table(tmp_path: Path)
             0.0 if (r.params["workload.input_len"], r.batch, r.drafter) == (512, 12, "tiny") else 1.0
         )
         params = r.params | {"engine.name": "torch", "model.name": "tiny", "sweep_id": "map-a", "max_batch": 64}
+        params |= {"workload.kind": "random", "workload.length_bucket": None}  # as every point logs them
         tags = {"specexp.sweep_id": "map-a", "specexp.status": "ok"}
         name = f"{r.drafter}-b{r.batch}-n{r.params['workload.input_len']}"
         tracking.log_point(cfg, tmp_path, name, r.metrics, params, tags, [], "FINISHED", "map-a")
