@@ -268,6 +268,14 @@ def packaged_sharegpt() -> str | None:
 APIS = ("completions", "chat")
 
 
+def length_bucket(text: str, key: str = "workload.length_bucket") -> tuple[int, int]:
+    """A length bucket ``lo-hi`` (prompt tokens, lo <= n < hi) as numbers; ConfigError naming ``key``."""
+    lo, dash, hi = str(text).partition("-")
+    if not (dash and lo.strip().isdigit() and hi.strip().isdigit() and int(lo) < int(hi)):
+        raise ConfigError(key, f"{text!r} is not a length bucket lo-hi with lo < hi", "e.g. 0-128 or 128-512")
+    return int(lo), int(hi)
+
+
 @dataclass
 class WorkloadConfig:
     """What is sent: prompts or conversations, the endpoint, lengths, sampling.
@@ -310,8 +318,22 @@ class WorkloadConfig:
     unique: bool = True  # never send the same prompt twice to a server within a sweep
     # Seeds the random prompts and where in a dataset the conversations start.
     seed: int = 0
+    # A dataset's length bucket "lo-hi": only its conversations whose first user turn (as prompt_format
+    # writes it) is lo <= tokens < hi long (crossover.input_lens names buckets so). None: all of them.
+    length_bucket: str | None = None
+    # The tokenizer folder (its tokenizer.json) that counts those tokens; None: model.tokenizer or model.path.
+    length_tokenizer: str | None = None
 
     def __post_init__(self) -> None:
+        if self.length_bucket is not None:
+            bucket = length_bucket(self.length_bucket)
+            if self.kind == "random":
+                raise ConfigError(
+                    "workload.length_bucket",
+                    "random prompts have no dataset lengths to pick from",
+                    "use workload.input_len for random prompts, or a dataset workload (workload=humaneval, ...)",
+                )
+            self.length_bucket = f"{bucket[0]}-{bucket[1]}"
         if self.kind not in WORKLOAD_KINDS:
             raise ConfigError("workload.kind", f"unknown kind {self.kind!r}", f"use one of {WORKLOAD_KINDS}")
         if self.api not in APIS:
@@ -593,6 +615,8 @@ class Config:
                 "cap it (load.max_concurrency=16: the client's cap and the server's limit) or size the server "
                 "(engine.max_running_requests=64: arrivals beyond it queue in the server)",
             )
+        if self.workload.length_bucket is not None and self.workload.length_tokenizer is None:
+            self.workload.length_tokenizer = self.model.tokenizer or self.model.path  # the served model's tokens
         d = self.drafter
         if d.target is not None and d.target != self.model.name:
             raise ConfigError(
@@ -679,7 +703,9 @@ class CrossoverConf:
     # located when the break-even's 95% interval lies between two measured batches this far apart
     resolution: int = 1
     max_points: int = 6  # batches measured per search (each on both arms), the two ends included
-    input_lens: list[int] = field(default_factory=list)  # one search per prompt length; empty: workload.input_len
+    # One search per context length: prompt tokens of random prompts (workload.input_len), or length
+    # buckets "lo-hi" of a dataset workload (workload.length_bucket); empty: the workload's own.
+    input_lens: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         key = "hydra.sweeper.crossover"
@@ -695,11 +721,28 @@ class CrossoverConf:
             )
         if self.max_points < 2:
             raise ConfigError(f"{key}.max_points", f"{self.max_points} < 2", "allow at least the two ends")
-        bad = [n for n in self.input_lens if n < 1]
-        if bad or len(set(self.input_lens)) != len(self.input_lens):
+        lens = [str(n).strip() for n in self.input_lens]
+        for n in lens:
+            if "-" in n:
+                length_bucket(n, f"{key}.input_lens")
+            elif not n.isdigit() or int(n) < 1:
+                raise ConfigError(
+                    f"{key}.input_lens",
+                    f"{n!r} is neither a prompt length >= 1 nor a length bucket lo-hi",
+                    "e.g. [16,128,512] for random prompts or [0-128,128-512] for a dataset",
+                )
+        if len({"-" in n for n in lens}) > 1 or len(set(lens)) != len(lens):
             raise ConfigError(
-                f"{key}.input_lens", f"{list(self.input_lens)}", "give distinct prompt lengths >= 1, e.g. [16,128,512]"
+                f"{key}.input_lens",
+                f"{lens} mixes lengths and buckets, or repeats one",
+                "give distinct prompt lengths (random prompts) or distinct length buckets (a dataset)",
             )
+        self.input_lens = lens
+
+    @property
+    def buckets(self) -> bool:
+        """Whether input_lens names a dataset's length buckets rather than random prompts' lengths."""
+        return any("-" in n for n in self.input_lens)
 
 
 @dataclass

@@ -20,11 +20,11 @@ import contextlib
 import gzip
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from specexp.config import ConfigError, WorkloadConfig, packaged_sharegpt
+from specexp.config import ConfigError, WorkloadConfig, length_bucket, packaged_sharegpt
 from specexp.load.conversation import Conversation
 
 log = logging.getLogger("specexp")
@@ -323,7 +323,7 @@ def _identity(cfg: WorkloadConfig) -> tuple:
         st = Path(cfg.path).expanduser().stat()
         stat = (st.st_size, st.st_mtime_ns)
     fields = (cfg.kind, cfg.api, cfg.path, cfg.dataset, cfg.subset, cfg.split, cfg.column, cfg.category_column)
-    return (*fields, cfg.turns, stat)
+    return (*fields, cfg.turns, stat, cfg.length_bucket, cfg.length_tokenizer, cfg.prompt_format)
 
 
 _read_once: dict[tuple, tuple[Conversation, ...]] = {}
@@ -354,4 +354,40 @@ def _validated(cfg: WorkloadConfig) -> tuple[Conversation, ...]:
             "that need their history",
             "set workload.api=chat, or workload.turns=1 to send first turns only",
         )
+    if cfg.length_bucket is not None:
+        found = in_length_bucket(found, cfg)
     return tuple(found)
+
+
+def _token_counter(cfg: WorkloadConfig) -> Callable[[str], int]:
+    """Tokens of a text as the served model's tokenizer counts them (its tokenizer.json)."""
+    from tokenizers import Tokenizer
+
+    where = Path(cfg.length_tokenizer or "").expanduser()
+    path = where / "tokenizer.json" if where.is_dir() else where
+    if not cfg.length_tokenizer or not path.is_file():
+        raise ConfigError(
+            "workload.length_tokenizer",
+            f"{cfg.length_tokenizer} holds no tokenizer.json to count a length bucket's tokens with",
+            "point it (or model.tokenizer) at a local tokenizer folder",
+        )
+    tokenizer = Tokenizer.from_file(str(path))
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def in_length_bucket(found: Sequence[Conversation], cfg: WorkloadConfig) -> list[Conversation]:
+    """The conversations whose first user turn, as ``prompt_format`` writes it, is ``lo <= tokens < hi``
+    long (workload.length_bucket): the context lengths a break-even map compares. An empty bucket is
+    a ConfigError that says which lengths the dataset has."""
+    lo, hi = length_bucket(cfg.length_bucket or "")
+    count = _token_counter(cfg)
+    sizes = [count(cfg.prompt_format.format(prompt=c.turns[0])) for c in found]
+    kept = [c for c, n in zip(found, sizes, strict=True) if lo <= n < hi]
+    if not kept:
+        raise ConfigError(
+            "workload.length_bucket",
+            f"no conversation of {cfg.path or cfg.dataset or cfg.kind} has a first prompt of {lo}-{hi} tokens "
+            f"(they have {min(sizes)}-{max(sizes)})",
+            f"pick buckets inside {min(sizes)}-{max(sizes) + 1}",
+        )
+    return kept

@@ -11,8 +11,9 @@ from mlflow import MlflowClient
 
 from specexp.report.analysis import apply
 from specexp.report.compare import compare_report
+from specexp.report.crossover_map import draw_map
 from specexp.report.fetch import LATEST, Sweep, SweepNotFound, fetch_sweep
-from specexp.report.markdown import sweep_report
+from specexp.report.markdown import map_markdown, sweep_report
 from specexp.report.plots import make_plots
 from specexp.report.study import DEPTH_PLOT, best_per_batch, depth_plot
 from specexp.report.summary import summary_rows, write_csv
@@ -66,10 +67,13 @@ def report(sweep: Sweep, out: Path, plots: bool) -> str:
         images = [depth] if depth else []  # the depth on the x axis: a study's points share each batch
     else:
         images = make_plots(rows, analysis.crossovers, out) if plots else []
+        crossover_map = draw_map(rows, out / "crossover_map.png") if plots else None  # several context lengths
+        images += [crossover_map] if crossover_map is not None else []
     title = f"{'Study' if sweep.kind == 'study' else 'Sweep'} {sweep.sweep_id}"
     if sweep.name and sweep.name != f"sweep-{sweep.sweep_id}":  # parents named by what they swept
         title += f": {sweep.name}"
-    text = sweep_report(title, rows, words, images, sweep.settings)
+    breakeven_map = map_markdown(rows)
+    text = sweep_report(title, rows, words, images, sweep.settings, [breakeven_map] if breakeven_map else [])
     (out / "report.md").write_text(text, encoding="utf-8")
     return text
 

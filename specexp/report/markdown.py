@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from specexp.console import fmt, load_cell, load_header
 from specexp.metrics.registry import digits, header, table_keys
 from specexp.report.categories import category_rows
+from specexp.report.crossover_points import believed_map, break_even
 from specexp.report.series import labels, series_key
 from specexp.report.summary import summary_rows
 from specexp.result import PointResult
@@ -66,18 +68,56 @@ def categories_markdown(rows: Sequence[PointResult]) -> str | None:
     return "## Per category\n" + table([*headers, header("speedup")], body)
 
 
+def _bound(x: float) -> str:
+    return fmt(x, 1) if math.isfinite(x) else ("-inf" if x < 0 else "+inf")
+
+
+def map_markdown(rows: Sequence[PointResult]) -> str | None:
+    """The break-even map as a table: context length x batch -> the drafter's speedup with its 95%
+    interval, and each length's break-even with its interval (crossover_points.break_even); a batch
+    set aside is marked, not given a value, and listed with why. None under two context lengths."""
+    found = believed_map(rows)
+    if len(found) < 2:
+        return None
+    batches = sorted({b for one in found.values() for b in one.measured})
+    headers = ["prompt tokens", *(f"batch {b}" for b in batches), "break-even (95%)"]
+    body, notes = [], []
+    for n, one in found.items():
+        cells = []
+        for b in batches:
+            e = one.settled.get(b)
+            if b in one.aside:
+                cells.append(f"set aside ({one.aside[b]})")
+            elif e is None:
+                cells.append("")
+            else:
+                cells.append(fmt(e.value, 2) + (f" [{fmt(e.lo, 2)}, {fmt(e.hi, 2)}]" if e.known else ""))
+        point, lo, hi = break_even(one.settled)
+        cells.append(f"{_bound(point) if point is not None else '-'} [{_bound(lo)}, {_bound(hi)}]")
+        body.append([n, *cells])
+        if one.aside:
+            notes.append(f"- prompt tokens {n}: {one.words()}")
+    intro = (
+        "Speedup (drafter / none, output tokens/s) with its 95% interval at each measured batch; the "
+        "break-even is where it falls through 1, interpolated in log2(batch), with its 95% interval."
+    )
+    return "\n\n".join(["## Break-even map", intro, table(headers, body), *(["\n".join(notes)] if notes else [])])
+
+
 def sweep_report(
     title: str,
     rows: Sequence[PointResult],
     verdicts: Sequence[str],
     plots: Sequence[Path],
     settings: Sequence[str] = (),
+    sections: Sequence[str] = (),
 ) -> str:
     failed = sum(not r.ok for r in rows)
     parts = [f"# {title}", f"{len(rows)} points, {failed} failed", points_markdown(rows, settings)]
     per_category = categories_markdown(rows)
     if per_category:
         parts.append(per_category)
+    parts += sections  # e.g. the break-even map's table
     if verdicts:
         parts.append("\n".join(f"- {line}" for line in verdicts))
     images = [p.name for p in plots if p.suffix == ".png"]

@@ -4,9 +4,9 @@ Both arms (drafter=none and the configured drafter) are measured at the range's 
 at a time where specexp.report.breakeven says it narrows the break-even's 95% interval most, until
 the interval lies between adjacent measured batches (the resolution), outside the range, as narrow
 as the noise allows, or the budget (``max_points``) is spent. With ``input_lens`` the search runs at
-each prompt length (workload.input_len) side by side, each launch measuring every unfinished
-search's next batch, and the sweep draws the map of speedup over batch and context length
-(specexp.report.crossover_map).
+each context length (random prompts' workload.input_len, or a dataset's workload.length_bucket)
+side by side, each launch measuring every unfinished search's next batch, and the sweep draws the
+map of speedup over batch and context length (specexp.report.crossover_map).
 
 Every launch holds both arms at one or more batches, their windows taking turns; under the basic
 launcher the two servers stay up from one launch to the next (``server.keep_up``), so the whole
@@ -18,26 +18,58 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import math
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 from specexp import server, tracking
 from specexp.config import Config, ConfigError, CrossoverConf
 from specexp.console import console, invalid_config_exits
-from specexp.metrics.stats import Estimate
 from specexp.report import breakeven
-from specexp.report.breakeven import SEARCHING, Search, Step, batch_speedups
+from specexp.report.breakeven import NOISE, SEARCHING, Points, Search, Step, median_rule
+from specexp.report.crossover_points import BUCKET, FAILED, INPUT_LEN, UNSETTLED, Believed, believed, context_of
 from specexp.result import BASELINE, PointResult
 from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.grid import SweepFailed
 from specexp.sweep.names import point_names, sweep_params
 from specexp.sweep.plan import Job
 
-INPUT_LEN = "workload.input_len"
-
 
 def _drafter_override(override: str) -> bool:
     return override.lstrip("+~").split("=", 1)[0].split(".", 1)[0] == "drafter"
+
+
+def answer(step: Step, search: Search, found: Believed) -> str:
+    """The search's answer in words (breakeven.describe), with the batches it set aside and why."""
+    text = breakeven.describe(step, search, len(found.measured))
+    if step.status == UNSETTLED:  # an end that did not settle: the search cannot go on from it
+        cost = text.split("; ", 1)[1]
+        text = (
+            f"break-even between {step.lo:.1f} and {step.hi:.1f} (95%) when an end of the range did not settle; {cost}"
+        )
+    return f"{text}; {found.words()}" if found.aside else text
+
+
+def steer(found: Believed, search: Search, tried: set[int]) -> Step:
+    """The search's next move from the batches it may believe (breakeven.next_step). A set-aside
+    batch spends the budget but never steers: it is not measured again, and a search left with only
+    set-aside batches to measure ends there (at an end of the range: it cannot go on)."""
+    spent = [b for b in found.aside if b not in found.points]  # the curve-breakers count among points
+    budget = dataclasses.replace(search, max_points=search.max_points - len(spent))
+
+    def rule(drawn: np.ndarray, options: Sequence[int], points: Points) -> int:
+        return median_rule(drawn, [b for b in options if b not in found.aside] or options, points)
+
+    step = breakeven.next_step(found.points, budget, rule)
+    if step.batch is None or (step.batch not in found.aside and step.batch not in tried):
+        return step
+    why = found.aside.get(step.batch, FAILED)
+    if step.batch in (search.batch_min, search.batch_max):
+        return Step(None, UNSETTLED if why == UNSETTLED else FAILED, step.lo, step.hi)
+    return Step(None, FAILED if why == FAILED else NOISE, step.lo, step.hi)
 
 
 class CrossoverSearch:
@@ -53,12 +85,14 @@ class CrossoverSearch:
         self.conf = conf
         self.search = Search(conf.batch_min, conf.batch_max, conf.resolution, conf.max_points)
         self.params = params
-        self.lens: list[int | None] = list(conf.input_lens) or [None]
-        self.steps: dict[int | None, Step] = {}
+        self.lens: list[str | None] = list(conf.input_lens) or [None]
+        self.key = BUCKET if conf.buckets else INPUT_LEN  # what each of input_lens sets
+        self.axis = self.key.removeprefix("workload.")  # its name in words and metric names
+        self.steps: dict[str | None, Step] = {}
 
-    def jobs(self, base: list[str], batch: int, length: int | None) -> list[list[str]]:
-        """Both arms at one batch (and prompt length): the baseline first."""
-        at = [f"batch={batch}", *([f"{INPUT_LEN}={length}"] if length is not None else [])]
+    def jobs(self, base: list[str], batch: int, length: str | None) -> list[list[str]]:
+        """Both arms at one batch (and context length): the baseline first."""
+        at = [f"batch={batch}", *([f"{self.key}={length}"] if length is not None else [])]
         baseline = [o for o in base if not _drafter_override(o)] + [f"drafter={BASELINE}"]
         return [[*baseline, *at], [*base, *at]]
 
@@ -70,32 +104,36 @@ class CrossoverSearch:
             )
         if first.load.kind != "closed":
             raise ConfigError("load", "the search varies the batch of a closed loop", "use load=closed")
-        if self.conf.input_lens and first.workload.kind != "random":
+        if self.conf.input_lens and (first.workload.kind == "random") == self.conf.buckets:
+            what = (
+                "length buckets pick a dataset's prompts" if self.conf.buckets else "prompt lengths set random prompts"
+            )
             raise ConfigError(
                 "hydra.sweeper.crossover.input_lens",
-                f"prompt lengths are set for random prompts, not workload.kind={first.workload.kind}",
-                "use workload=random, or drop input_lens",
+                f"{what}, and workload.kind is {first.workload.kind}",
+                "give token counts (e.g. [16,128,512]) for workload=random, "
+                "length buckets (e.g. [0-128,128-512]) for a dataset workload",
             )
 
-    def plan(self, base: list[str], wanted: list[tuple[int, int | None]], sweep_id: str) -> list[Job]:
+    def plan(self, base: list[str], wanted: list[tuple[int, str | None]], sweep_id: str) -> list[Job]:
         """The jobs for ``wanted`` (batch, length) pairs, planned beside the range's largest batch so
         that every launch sizes its servers alike (max_batch = batch_max) and finds them up; an
         invalid job ends the sweep before any server starts (exit 2)."""
         sizing = [s for s in [(self.search.batch_max, self.lens[0])] if s not in wanted]
         jobs = [job for b, n in [*wanted, *sizing] for job in self.jobs(base, b, n)]
         with invalid_config_exits():
-            planned = self.sweeper.plan(jobs, sweep_id, point_names(jobs, ["drafter", "batch", INPUT_LEN]))
+            planned = self.sweeper.plan(jobs, sweep_id, point_names(jobs, ["drafter", "batch", self.key]))
         keep = [job for b, n in wanted for job in self.jobs(base, b, n)]
         return [j for j in planned if any(j.overrides[: len(k)] == k for k in keep)]
 
-    def rows(self, run: SweepRun, length: int | None) -> list[PointResult]:
+    def rows(self, run: SweepRun, length: str | None) -> list[PointResult]:
         points = run.points()
-        return points if length is None else [r for r in points if int(r.params.get(INPUT_LEN, -1)) == length]
+        return points if length is None else [r for r in points if context_of(r) == length]
 
-    def points(self, run: SweepRun, length: int | None) -> dict[int, Estimate]:
-        """The speedups measured so far at ``length``, inside the range."""
-        found = batch_speedups(self.rows(run, length))
-        return {b: e for b, e in found.items() if self.search.batch_min <= b <= self.search.batch_max}
+    def believed(self, run: SweepRun, length: str | None) -> Believed:
+        """The batches measured so far at ``length``, inside the range: those that may steer the
+        search, and those set aside (failed, unsettled, breaking the curve)."""
+        return believed(self.rows(run, length), self.search.batch_min, self.search.batch_max)
 
     def sweep(self, arguments: list[str]) -> SweepRun:
         base = [*self.sweeper.job_arguments(arguments), *(f"{k}={v}" for k, v in self.params.items())]
@@ -114,8 +152,9 @@ class CrossoverSearch:
             "batch": f"{self.search.batch_min}–{self.search.batch_max}",
         }
         if self.conf.input_lens:
-            what[INPUT_LEN] = ",".join(map(str, self.conf.input_lens))
-            run.name += f" × input_len {what[INPUT_LEN]}"
+            what[self.key] = ",".join(self.conf.input_lens)
+            run.name += f" × {self.axis} {what[self.key]}"
+            run.settings = [self.key]  # a column of summary.csv and the tables: which context length
         run.params = sweep_params(first, what) | {
             f"crossover.{k}": str(getattr(self.conf, k)) for k in ("batch_min", "batch_max", "resolution", "max_points")
         }
@@ -141,18 +180,19 @@ class CrossoverSearch:
         if jobs:
             self.sweeper.launch(run, jobs)
 
-    def next_batches(self, run: SweepRun, tried: set[tuple[int, int | None]]) -> list[tuple[int, int | None]]:
-        """Each unfinished search's next batch; a search whose next batch was tried already (its
-        point failed) ends there."""
+    def next_batches(self, run: SweepRun, tried: set[tuple[int, str | None]]) -> list[tuple[int, str | None]]:
+        """Each unfinished search's next batch (``steer``: set-aside batches never steer it, and a
+        batch tried already is not measured again)."""
         wanted = []
         for n in self.lens:
-            step = self.steps[n] = breakeven.next_step(self.points(run, n), self.search)
-            where = f" at input_len {n}" if n is not None else ""
+            if n in self.steps and self.steps[n].batch is None:
+                continue  # this search has ended
+            found = self.believed(run, n)
+            step = self.steps[n] = steer(found, self.search, {b for b, m in tried if m == n})
+            where = f" at {self.axis} {n}" if n is not None else ""
             if step.batch is None:
-                continue
-            if (step.batch, n) in tried:
-                self.steps[n] = Step(None, "failed", step.lo, step.hi)
-                console.print(f"crossover search{where}: batch {step.batch} failed; the search ends")
+                if found.aside:
+                    console.print(f"crossover search{where}: {found.words()}; the search ends ({step.status})")
                 continue
             console.print(
                 f"crossover search{where}: break-even between {step.lo:.1f} and {step.hi:.1f} (95%) so far; "
@@ -165,26 +205,37 @@ class CrossoverSearch:
         """crossover.csv (one row per search), the map (several input lengths), the parent's
         metrics: batches and points used against the grid's, and the interval; the answer in words."""
         metrics: dict[str, float] = {"crossover.grid_batches": len(self.search.grid)}
-        answer, table = [], []
+        answer_lines, table = [], []
         for n in self.lens:
-            points = self.points(run, n)
+            found = self.believed(run, n)
             step = self.steps.get(n)
             if step is None or step.status == SEARCHING:  # interrupted, or a dry run: where it stood
-                step = breakeven.next_step(points, self.search) if len(points) >= 2 else Step(None, SEARCHING)
+                step = steer(found, self.search, set()) if len(found.measured) >= 2 else Step(None, SEARCHING)
                 if step.batch is not None:
                     step = Step(None, SEARCHING, step.lo, step.hi)
-            suffix = f".input_len{n}" if n is not None else ""
-            metrics |= {f"crossover.batches{suffix}": len(points), f"crossover.points{suffix}": 2 * len(points)}
+            measured = found.measured
+            suffix = f".{self.axis}{n}" if n is not None else ""
+            metrics |= {f"crossover.batches{suffix}": len(measured), f"crossover.points{suffix}": 2 * len(measured)}
+            metrics |= {f"crossover.set_aside{suffix}": len(found.aside)}
             metrics |= {f"crossover.{k}{suffix}": v for k, v in (("lo", step.lo), ("hi", step.hi)) if math.isfinite(v)}
-            words = breakeven.describe(step, self.search, len(points))
-            answer.append(f"input_len {n}: {words}" if n is not None else words)
+            words = answer(step, self.search, found)
+            answer_lines.append(f"{self.axis} {n}: {words}" if n is not None else words)
+            aside = " ".join(f"{b}:{why.replace(' ', '_')}" for b, why in found.aside.items())
             table.append(
-                [n if n is not None else "", step.status, step.lo, step.hi, len(points), " ".join(map(str, points))]
+                [
+                    n if n is not None else "",
+                    step.status,
+                    step.lo,
+                    step.hi,
+                    len(measured),
+                    " ".join(map(str, measured)),
+                    aside,
+                ]
             )
         path = run.sweep_dir / "crossover.csv"
         with path.open("w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["input_len", "status", "lo", "hi", "batches", "measured", "grid_batches"])
+            w.writerow(["input_len", "status", "lo", "hi", "batches", "measured", "set_aside", "grid_batches"])
             w.writerows([*row, len(self.search.grid)] for row in table)
         files = [path]
         if len(self.lens) > 1:
@@ -192,4 +243,4 @@ class CrossoverSearch:
 
             figure = draw_map(run.points(), run.sweep_dir / "plots" / "crossover_map.png")
             files += [figure] if figure is not None else []
-        return metrics, files, answer
+        return metrics, files, answer_lines

@@ -64,6 +64,10 @@ def test_map_at_three_lengths_in_one_command(specexp) -> None:
     assert [s["input_len"] for s in searches] == ["16", "64", "128"]
     rows = list(csv.DictReader((folder / "summary.csv").open()))
     assert len(rows) == 2 * sum(int(s["batches"]) for s in searches)  # one row per measured point
+    for s in searches:  # each row names its context length: the map's rows are the csv's
+        mine = [r for r in rows if r["workload.input_len"] == s["input_len"]]
+        assert sorted({int(r["batch"]) for r in mine}) == sorted(int(b) for b in s["measured"].split())
+        assert sorted(r["drafter.name"] for r in mine) == sorted(["none", "tiny"] * int(s["batches"]))
     assert (folder / "plots" / "crossover_map.png").stat().st_size > 10_000
     parents, children = _parent_and_children(run.runs())
     assert sum(c.data.tags["specexp.server_reused"] == "false" for c in children) == 2
@@ -78,3 +82,25 @@ def test_bad_search_settings_stop_before_any_server(specexp) -> None:
     run = specexp("+sweep=crossover", "drafter=none", "-m")
     assert run.proc.returncode == 2
     assert "drafter: none does not speculate. Fix: name the drafter" in run.proc.stdout + run.proc.stderr
+
+
+def test_dataset_length_buckets_are_planned_and_an_empty_one_is_refused(specexp) -> None:
+    """input_lens as length buckets of a dataset (humaneval under the tiny model's tokenizer): each
+    search's points pick the prompts of their bucket; a bucket no prompt falls in, or buckets for
+    random prompts, stop the sweep with one line before any server starts."""
+    common = ["+sweep=crossover_map", "drafter=tiny", "workload=humaneval"]
+    run = specexp(*common, "hydra.sweeper.crossover.input_lens=[0-110,110-200,200-600]", "dry_run=true", "-m")
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    for bucket in ("0-110", "110-200", "200-600"):
+        assert f"drafter=tiny batch=64 workload.length_bucket={bucket}" in run.proc.stdout + run.proc.stderr
+    run = specexp(*common, "hydra.sweeper.crossover.input_lens=[0-110,5000-6000]", "-m")
+    out = run.proc.stdout + run.proc.stderr
+    assert run.proc.returncode == 2 and "workload.length_bucket: no conversation of humaneval" in out, out[-2000:]
+    servers = run.workdir / "outputs" / "servers"
+    assert "5000-6000 tokens" in out and not (servers.exists() and any(servers.iterdir()))  # none started
+    run = specexp("+sweep=crossover_map", "drafter=tiny", "hydra.sweeper.crossover.input_lens=[0-110,110-200]", "-m")
+    assert run.proc.returncode == 2
+    assert (
+        "hydra.sweeper.crossover.input_lens: length buckets pick a dataset's prompts"
+        in run.proc.stdout + run.proc.stderr
+    )

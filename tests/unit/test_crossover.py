@@ -16,7 +16,9 @@ from specexp.metrics.windows import aggregate
 from specexp.report import analysis, breakeven
 from specexp.report.analysis import crossover_interval
 from specexp.report.breakeven import Search, Step, bisection_rule, median_rule, next_step
+from specexp.report.crossover_points import FAILED, UNSETTLED, Believed, believed
 from specexp.result import PointResult
+from specexp.sweep.crossover import answer, steer
 
 Curve = Callable[[int], float]
 
@@ -199,3 +201,35 @@ def test_bad_settings_name_their_key(settings: dict, key: str) -> None:
     with pytest.raises(ConfigError) as err:
         CrossoverConf(**settings)
     assert err.value.key == f"hydra.sweeper.crossover.{key}" and "\n" not in str(err.value)
+
+
+def test_unsettled_and_failed_batches_are_set_aside_and_said_so() -> None:
+    drift = [100.0, 110.0, 105.0]
+    rows = []
+    for b, ratio in ((1, 1.4), (8, 1.02), (16, 0.9), (64, 0.6)):
+        rows += [
+            measured("none", b, drift, [0.0, 2.0, 4.0]),
+            measured("tiny", b, [d * ratio for d in drift], [1.0, 3.0, 5.0]),
+        ]
+    rows[3].metrics["windows_settled"] = 0.0  # batch 8's drafter arm: a cap stopped it early
+    rows[4] = PointResult("failed", "torch", "tiny", "none", 16, params={"batch": 16})
+    found = believed(rows)
+    assert found.aside == {8: UNSETTLED, 16: FAILED} and set(found.points) == {1, 64}
+    assert found.measured == [1, 8, 16, 64]
+    words = answer(Step(None, "budget", 2.0, 40.0), Search(), found)
+    assert "4 of 64 batches measured" in words and "set aside: batch 8 (a cap stopped an arm" in words
+    assert "batch 16 (an arm failed" in words
+
+
+def test_a_set_aside_batch_spends_the_budget_but_never_steers() -> None:
+    ends = {1: Estimate(1.4, 0.02, 2), 64: Estimate(0.6, 0.02, 2)}
+    plain = steer(Believed(dict(ends)), Search(), set())
+    assert plain.batch is not None
+    aside = steer(Believed(dict(ends), {plain.batch: UNSETTLED}), Search(), {plain.batch})
+    assert aside.batch not in (None, plain.batch) and aside.status == "searching"
+    assert (aside.lo, aside.hi) == (plain.lo, plain.hi)  # the unsettled batch moved nothing
+    spent = steer(Believed(dict(ends), {plain.batch: FAILED}), Search(max_points=3), {plain.batch})
+    assert spent.status == "budget"
+    end = steer(Believed({1: ends[1]}, {64: UNSETTLED}), Search(), {64})
+    assert end.batch is None and end.status == UNSETTLED
+    assert "when an end of the range did not settle" in answer(end, Search(), Believed({1: ends[1]}, {64: UNSETTLED}))
