@@ -63,7 +63,12 @@ def report(sweep: Sweep, out: Path, plots: bool) -> str:
         objective = sweep.params.get("study.objective", "output_throughput").split("@")[0]
         maximize = sweep.params.get("study.direction", "maximize").startswith("maximize")
         words += best_per_batch(rows, sweep.settings, objective, maximize)
-        depth = depth_plot(rows, sweep.settings[0], objective, out / DEPTH_PLOT) if plots and sweep.settings else None
+        settings = sweep.settings
+        depth = (
+            depth_plot(rows, settings[0], objective, out / DEPTH_PLOT, settings[1:], maximize)
+            if plots and settings
+            else None
+        )
         images = [depth] if depth else []  # the depth on the x axis: a study's points share each batch
     else:
         images = make_plots(rows, analysis.crossovers, out) if plots else []
