@@ -44,15 +44,16 @@ from specexp.report.verdict import PAYS, times, verdict_class, verdicts
 from specexp.result import PointResult
 
 ENVELOPE = ["drafter=none,tiny", "batch=1,4,8,16", "tracking.enabled=false"]
-# default: 3 windows per point, the arms taking turns at each batch (arms=auto on CPU); sequential:
-# one server after the other (the arms' order before arms existed); rel_ci: windows until ±3%;
-# repeats: every point on 3 interleaved launches; windows6: six windows (five pairs' worth of df) per point
+# default: 8 short windows per point, the arms taking turns at each batch (arms=auto on CPU: A B | B A);
+# sequential: one server after the other (the arms' order before arms existed); rel_ci: windows until
+# ±3%; repeats: every point on 3 interleaved launches; windows3: three short windows per point (two
+# pairs' worth of degrees of freedom, as the default had before)
 SETTINGS = {
     "default": [],
     "sequential": ["arms=sequential"],
     "rel_ci": ["measure.rel_ci=0.03"],
     "repeats": ["repeats=3"],
-    "windows6": ["measure.windows=6"],
+    "windows3": ["measure.windows=3"],
 }
 
 

@@ -303,7 +303,8 @@ class WorkloadConfig:
     category_column: str | None = None  # hf/jsonl: the column naming each item's category; None: "category"
     turns: int | None = None  # user turns sent per conversation; None: all
     prompt_format: str = "{prompt}"  # wraps each user turn (humaneval: an instruction around the code)
-    # measured conversations per point; None: max(8, 4 x streams) (streams: the batch, or the rate rounded up)
+    # measured conversations per window; None: max(4, 2 x streams) (streams: the batch, or the rate rounded
+    # up): short windows, so that a point's many windows (measure.windows) cost what a few long ones would
     num_prompts: int | None = None
     warmup: int | None = None  # warm-up conversations per point; None: streams
     input_len: int = 64  # random: prompt tokens
@@ -393,7 +394,7 @@ class WorkloadConfig:
         return self.kind == "random"
 
     def measured(self, streams: int) -> int:
-        return self.num_prompts if self.num_prompts is not None else max(8, 4 * streams)
+        return self.num_prompts if self.num_prompts is not None else max(4, 2 * streams)
 
     def warmups(self, streams: int) -> int:
         return streams if self.warmup is None else self.warmup
@@ -476,14 +477,19 @@ class MeasureConfig:
     """How long a point is measured: consecutive windows on one server launch, each of
     ``workload.num_prompts`` requests, until enough steady windows (or a precision target)."""
 
-    windows: int = 3  # steady windows per point (the least, with rel_ci); 1: no interval
+    # Measured windows per point (the least, with rel_ci); 1: no interval. Eight short windows (half the
+    # requests each that three long ones had) at about 4/3 of their cost: a paired speedup's Student-t
+    # has pairs - 1 degrees of freedom (t = 2.36 at 7, 4.30 at 2), and partners a short window apart
+    # share more of the machine's state (docs/METRICS.md).
+    windows: int = 8
     # Precision target: more windows until output_throughput's 95% half-width / mean <= rel_ci.
     rel_ci: float | None = None
-    max_windows: int = 12  # the most measured windows per point
+    max_windows: int = 24  # the most measured windows per point
     max_s: float | None = None  # the most seconds of windows per point; None: no limit
     # Whole windows (workload.num_prompts requests in a closed loop at the point's concurrency) run and
     # discarded after the warm-up requests, before the first measured window: the stated warm-up phase.
-    warmup_windows: int = 1
+    # Two short windows: the requests one long window had.
+    warmup_windows: int = 2
 
     def __post_init__(self) -> None:
         if self.windows < 1:

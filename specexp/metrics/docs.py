@@ -40,20 +40,25 @@ in the job's output folder, written before anything is sent to MLflow.
   discarded as warm-up).
 - A prompt is never sent twice to the same server within a sweep unless the workload says so
   (prefix caches inflate repeat runs by large factors).
-- A point is measured in consecutive windows on one server launch (`measure.windows`, default 3, or
-  until `measure.rel_ci`), after a stated warm-up phase: the warm-up requests, then
-  `measure.warmup_windows` (default 1) whole windows at the point's concurrency, discarded. No measured
-  window is dropped. Counts are summed over the windows and every other metric is their mean, with
-  `<key>_ci95` (the 95% Student-t half-width over windows, exact scipy quantiles) beside it; a rate
-  (`goodput`) gets its interval on the log scale and a proportion (`slo_attainment`) the exact binomial
-  one over requests, both with their bounds as `<key>_lo` / `<key>_hi`.
+- A point is measured in consecutive windows on one server launch (`measure.windows`, default 8 short
+  windows of `workload.num_prompts` requests, default max(4, 2 × batch), or until `measure.rel_ci`),
+  after a stated warm-up phase: the warm-up requests, then `measure.warmup_windows` (default 2) whole
+  windows at the point's concurrency, discarded. No measured window is dropped. Counts are summed over
+  the windows and every other metric is their mean, with `<key>_ci95` (the 95% Student-t half-width
+  over windows, exact scipy quantiles) beside it; a rate (`goodput`) gets its interval on the log
+  scale and a proportion (`slo_attainment`) the exact binomial one over requests, both with their
+  bounds as `<key>_lo` / `<key>_hi`.
 - A speculative point's ratios to its baseline (`speedup`, ...) are paired where the two arms' windows
-  took turns (mean log ratio of partner windows, Student-t over the pairs, exponentiated), else
+  took turns (mean log ratio of partner windows, Student-t over the pairs with pairs − 1 degrees of
+  freedom, exponentiated; the pairs are the blocks, so the machine's drift between pairs cancels), else
   unpaired (`<key>_unpaired`, kept beside); their intervals are asymmetric (`_lo` / `_hi`). Verdict
   classes and break-even bounds are read from the same draws of every point's distribution.
 - A sweep's arms (its servers: `drafter=none,tiny`) take turns where their servers can share the
   machine (`arms`, default auto: no GPU, no fixed port): all up at once, and at each load their
-  windows alternate (A B A B), so a speedup compares measurements a window apart.
+  windows alternate in a serpentine order (A B | B A | A B | B A: each round goes the other way round
+  the arms), so a speedup compares measurements a window apart, and a drift linear in time, which
+  would favour the arm that goes second in every pair, adds +b to half the pairs and −b to the
+  others: it cancels in their mean and widens, never narrows, their spread.
 - With `repeats > 1`, each point is measured on that many server launches, interleaved (A B A B); each
   launch is its own run (param `repeat`), and the sweep combines them.
 """

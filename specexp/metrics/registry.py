@@ -84,8 +84,9 @@ RATIO_METRICS = (
 _PAIRED = (
     ". Paired where the arms' windows took turns (their start and end times show window i of each beside "
     "window i of the other, tag specexp.speedup_method=paired): exp(mean of the partners' log ratios ± "
-    "t(0.975, pairs − 1) · se), Student-t over the pairs; else the unpaired ratio (_unpaired). The interval is "
-    "asymmetric: _lo/_hi bound it, _ci95 is half its width"
+    "t(0.975, pairs − 1) · se), Student-t over the pairs (taken in turn A B | B A, so that a linear drift "
+    "cancels); else the unpaired ratio (_unpaired). The interval is asymmetric: _lo/_hi bound it, _ci95 is "
+    "half its width"
 )
 
 METRICS: tuple[Metric, ...] = (

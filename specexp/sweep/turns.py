@@ -1,10 +1,16 @@
-"""Arms measured side by side, their windows taking turns: A0 B0 A1 B1 A2 B2.
+"""Arms measured side by side, their windows taking turns in a serpentine order: every arm starts
+first (server, warm-up), then A B | B0 A0 | A1 B1 | B2 A2 (three arms: A B C | C0 B0 A0 | A1 B1 C1).
 
 A speedup divides two arms' throughputs; noise of the machine that lasts longer than a window (a
 neighbour's burst, clocks) lands in it whole when one arm is measured after the other. Here the
 arms' points at one load run in threads of one process, one at a time: each holds the machine
 (server start, warm-up, windows, writing its results) and lets go only while it waits for its next
-window, which comes when every other arm still measuring has had one. An arm that ends (done or
+window, which comes when every other arm still measuring has had one in this round. The first round
+is the arms' starts, so that window 0 of each lies beside the other's as every later window does
+(not a server start apart). Each round goes the other way round the arms (the last of one round
+opens the next), so that in window i's pair the arm that goes first alternates with i: a drift
+that is linear in time puts +b on half the pairs' log ratios and -b on the others, and cancels in
+their mean (an ABBA design) instead of biasing every pair the same way. An arm that ends (done or
 failed) leaves the rotation; the others go on without it.
 """
 
@@ -27,19 +33,26 @@ class Interrupted(KeyboardInterrupt):
 
 
 class Turns:
-    """Whose go it is: one arm holds the machine at a time, windows go round the arms in order."""
+    """Whose go it is: one arm holds the machine at a time, windows go round the arms, each round
+    the other way (module doc)."""
 
     def __init__(self, arms: int) -> None:
         self._cond = threading.Condition()
         self._active = list(range(arms))  # arms still measuring, in turn order
         self._next = 0  # the arm whose window (or start) comes next
+        self._step = 1  # the way this round goes round _active: +1 or -1
         self._holder: int | None = None
         self._between: set[int] = set()  # arms past a window, not yet waiting for the next (recording?)
+        self._started: set[int] = set()  # arms past their start (server, warm-up): measuring
         self.cancelled = False
 
     def _wait_for_go(self, arm: int) -> None:
-        """Let go of the machine and wait until it is ``arm``'s go; then hold it."""
+        """Let go of the machine and wait until it is ``arm``'s go; then hold it. An arm's first wait
+        for a window ends its start, its turn in the first round: the next arm goes."""
         with self._cond:
+            if arm in self._active and arm not in self._started and self._holder == arm:
+                self._started.add(arm)
+                self._next = self._following(arm)
             self._between.discard(arm)
             if self._holder == arm:
                 self._holder = None
@@ -50,8 +63,13 @@ class Turns:
             self._holder = arm
 
     def _following(self, arm: int) -> int:
-        """The arm still measuring that comes after ``arm`` (itself when it is the only one)."""
-        return self._active[(self._active.index(arm) + 1) % len(self._active)]
+        """The arm still measuring that comes after ``arm`` this round; at the round's end the round
+        turns, and ``arm`` itself opens the next one."""
+        i = self._active.index(arm) + self._step
+        if 0 <= i < len(self._active):
+            return self._active[i]
+        self._step = -self._step
+        return arm
 
     def _pass_on(self, arm: int) -> None:
         """``arm`` had its window: the next arm still measuring goes next (it keeps the machine until
@@ -84,7 +102,8 @@ class Turns:
         finally:
             with self._cond:
                 if self._next == arm and len(self._active) > 1:
-                    self._next = self._following(arm)
+                    following = self._following(arm)
+                    self._next = following if following != arm else self._following(arm)
                 self._active.remove(arm)
                 if self._holder == arm:
                     self._holder = None

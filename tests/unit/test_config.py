@@ -31,7 +31,7 @@ def test_default_composes(make_config) -> None:
         (["batch=8", "max_batch=4"], "max_batch"),
         (["engine.port=70000"], "engine.port"),
         (["measure.windows=0"], "measure.windows"),
-        (["measure.max_windows=2"], "measure.max_windows"),  # fewer than measure.windows (3)
+        (["measure.max_windows=2"], "measure.max_windows"),  # fewer than measure.windows (8)
         (["measure.rel_ci=1.5"], "measure.rel_ci"),
         (["measure.rel_ci=0.03", "measure.windows=1"], "measure.windows"),
         (["measure.max_s=0"], "measure.max_s"),

@@ -17,7 +17,7 @@ def test_closed_loop_is_the_default_and_rate_is_an_open_loop(make_config) -> Non
     cfg = make_config(*RATE)
     assert (cfg.load.kind, cfg.load.rate, cfg.load.burstiness) == ("rate", 4.0, 1.0)
     assert cfg.concurrency == 8 and cfg.capacity == 8 and cfg.streams == 4
-    assert cfg.workload.measured(cfg.streams) == 16  # four times the rate rounded up
+    assert cfg.workload.measured(cfg.streams) == 8  # twice the rate rounded up
     assert make_config("load=rate", "load.rate=2.5", "load.max_concurrency=2").streams == 2  # within the cap
     assert make_config("load=rate", "rate=100", "engine.max_running_requests=3").streams == 3  # or the server's
 

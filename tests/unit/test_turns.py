@@ -1,12 +1,15 @@
-"""Arms taking turns (specexp.sweep.turns): one at a time, windows alternating, arms that end or fail
-leave the rotation, an interrupt reaches every arm."""
+"""Arms taking turns (specexp.sweep.turns): one at a time, windows alternating in a serpentine order
+(each round the other way), arms that end or fail leave the rotation, an interrupt reaches every arm."""
 
 import _thread
+import itertools
+import math
 import threading
 import time
 
 import pytest
 
+from specexp.metrics.stats import paired
 from specexp.sweep.turns import Interrupted, side_by_side
 
 
@@ -32,23 +35,58 @@ def windows(log: list[str]) -> list[str]:
 
 def test_windows_alternate_and_never_overlap() -> None:
     log: list[str] = []
-    assert side_by_side([arm("A", 3, log), arm("B", 3, log)], on_interrupt=lambda: None) == ["A", "B"]
-    assert windows(log) == ["A0", "B0", "A1", "B1", "A2", "B2"]
+    assert side_by_side([arm("A", 4, log), arm("B", 4, log)], on_interrupt=lambda: None) == ["A", "B"]
+    # both start first; then ABBA: window i's pair opens with B for even i and with A for odd i, so a
+    # linear drift cancels in the mean of the pairs
+    assert windows(log) == ["B0", "A0", "A1", "B1", "B2", "A2", "A3", "B3"]
     assert all(log[i + 1] == f"{e} end" for i, e in enumerate(log) if e in windows(log))  # one at a time
-    assert log.index("B start") > log.index("A0 end")  # B's server starts in B's turn, not in A's window
+    assert log.index("A start") < log.index("B start") < log.index("B0")  # starts in turn, before windows
+
+
+def test_a_linear_drift_cancels_in_the_paired_speedup() -> None:
+    """The machine slows down steadily (5% a window): with every pair opening on the same arm each
+    log ratio would carry the same -5%; in turn A B | B A it is +5% and -5%, and cancels."""
+    clock = itertools.count()
+    tputs: dict[str, list[float]] = {"none": [], "tiny": []}
+
+    def measure(name: str, speed: float):
+        def work(turn):
+            for _ in range(8):
+                with turn():
+                    tputs[name].append(speed * math.exp(-0.05 * next(clock)))
+
+        return work
+
+    side_by_side([measure("none", 100.0), measure("tiny", 150.0)], on_interrupt=lambda: None)
+    logs = [math.log(t / n) for t, n in zip(tputs["tiny"], tputs["none"], strict=True)]
+    assert {round(x - math.log(1.5), 6) for x in logs} == {0.05, -0.05}  # each pair is off by the drift
+    assert paired(tputs["tiny"], tputs["none"]).value == pytest.approx(1.5)  # their mean is not
 
 
 def test_an_arm_with_more_windows_goes_on_alone() -> None:
     log: list[str] = []
     side_by_side([arm("A", 1, log), arm("B", 3, log), arm("C", 2, log)], on_interrupt=lambda: None)
-    assert windows(log) == ["A0", "B0", "C0", "B1", "C1", "B2"]
+    assert windows(log) == ["C0", "B0", "A0", "B1", "C1", "B2"]
+
+
+def test_three_arms_go_round_each_way_in_turn() -> None:
+    log: list[str] = []
+    side_by_side([arm("A", 3, log), arm("B", 3, log), arm("C", 3, log)], on_interrupt=lambda: None)
+    assert windows(log) == ["C0", "B0", "A0", "A1", "B1", "C1", "C2", "B2", "A2"]
 
 
 def test_a_failing_arm_leaves_and_the_others_are_measured() -> None:
     log: list[str] = []
     outcomes = side_by_side([arm("A", 2, log, fail_at=1), arm("B", 3, log)], on_interrupt=lambda: None)
     assert isinstance(outcomes[0], RuntimeError) and outcomes[1] == "B"
-    assert windows(log) == ["A0", "B0", "B1", "B2"]
+    assert windows(log) == ["B0", "A0", "B1", "B2"]
+
+
+def test_an_arm_failing_at_the_end_of_a_round_hands_on_to_its_neighbour() -> None:
+    log: list[str] = []
+    outcomes = side_by_side([arm("A", 3, log), arm("B", 3, log, fail_at=1)], on_interrupt=lambda: None)
+    assert isinstance(outcomes[1], RuntimeError) and outcomes[0] == "A"
+    assert windows(log) == ["B0", "A0", "A1", "A2"]  # B fails as the round's last: A goes on
 
 
 def test_an_interrupt_reaches_arms_waiting_for_their_turn() -> None:
@@ -72,7 +110,7 @@ def test_an_interrupt_reaches_arms_waiting_for_their_turn() -> None:
 
     threading.Thread(target=interrupt_soon, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        side_by_side([slow, waiting], on_interrupt=stopped.set)
+        side_by_side([waiting, slow], on_interrupt=stopped.set)  # the last to start measures first
     assert stopped.is_set() and log == []
     assert issubclass(Interrupted, KeyboardInterrupt)  # point.run records an interrupted arm as interrupted
 
@@ -114,5 +152,5 @@ def test_an_arm_recording_its_point_is_let_finish() -> None:
         return "A"
 
     with pytest.raises(KeyboardInterrupt):
-        side_by_side([recording, arm("B", 1, log)], on_interrupt=lambda: log.append("servers stopped"))
-    assert log == ["A0", "A recorded", "servers stopped"]  # B's window never came
+        side_by_side([arm("B", 1, log), recording], on_interrupt=lambda: log.append("servers stopped"))
+    assert log == ["B start", "A0", "A recorded", "servers stopped"]  # B's window never came

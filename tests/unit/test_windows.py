@@ -21,7 +21,7 @@ def test_no_measured_window_is_dropped_for_looking_unlike_the_others() -> None:
 
 
 def test_the_warm_up_phase_is_stated_and_validated() -> None:
-    assert MeasureConfig().warmup_windows == 1  # one whole window at the point's load, discarded
+    assert MeasureConfig().warmup_windows == 2  # two whole (short) windows at the point's load, discarded
     assert MeasureConfig(warmup_windows=0).warmup_windows == 0
     with pytest.raises(ConfigError, match=r"measure\.warmup_windows"):
         MeasureConfig(warmup_windows=-1)
