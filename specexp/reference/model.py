@@ -10,7 +10,7 @@ overwritten later, never erased).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -53,6 +53,11 @@ class LlamaConfig:
             raise ValueError(f"{path}: not a LlamaForCausalLM checkpoint (architectures={arch})")
         if raw.get("rope_scaling"):
             raise ValueError(f"{path}: rope_scaling is not supported by the reference engine")
+        return cls.from_raw(raw)
+
+    @classmethod
+    def from_raw(cls, raw: dict) -> LlamaConfig:
+        """The fields of a Hugging Face Llama ``config.json``, with its defaults for the optional ones."""
         heads = raw["num_attention_heads"]
         eos = raw.get("eos_token_id")
         return cls(
@@ -273,19 +278,5 @@ _HEAD_NAMES = {"embed_tokens.weight": "model.embed_tokens.weight", "norm.weight"
 
 def _head_config(raw: dict) -> LlamaConfig:
     """The head's layer as a one-layer Llama's config (its q/k/v read 2 x hidden; nothing else differs)."""
-    heads = raw["num_attention_heads"]
-    return LlamaConfig(
-        vocab_size=raw["vocab_size"],
-        hidden_size=raw["hidden_size"],
-        intermediate_size=raw["intermediate_size"],
-        num_layers=1,
-        num_heads=heads,
-        num_kv_heads=raw.get("num_key_value_heads") or heads,
-        head_dim=raw.get("head_dim") or raw["hidden_size"] // heads,
-        rms_norm_eps=raw.get("rms_norm_eps", 1e-6),
-        rope_theta=raw.get("rope_theta", 10000.0),
-        max_position_embeddings=raw.get("max_position_embeddings", 2048),
-        tie_word_embeddings=False,
-        bos_token_id=raw.get("bos_token_id"),
-        eos_token_ids=(),
-    )
+    own = LlamaConfig.from_raw(raw | {"num_hidden_layers": 1})
+    return replace(own, tie_word_embeddings=False, eos_token_ids=())
