@@ -10,14 +10,15 @@ import pytest
 
 from tests.reliability.conftest import wait_for
 
-SWEEP = ["drafter=none,tiny", "batch=2", "workload.num_prompts=64", "workload.output_len=32"]
+# Two windows each, taken in turns B A | A B: the drafter measures last.
+SWEEP = ["drafter=none,tiny", "batch=2", "workload.num_prompts=64", "workload.output_len=32", "measure.windows=2"]
 
 
 @pytest.mark.slow
 def test_resume_reruns_only_what_did_not_finish(ws) -> None:
     proc = ws.popen(*SWEEP, "-m")
     try:
-        # The arms take turns (windows A B A B A B): the baseline records its point after its last
+        # The arms take turns (windows B A | A B): the baseline records its point after its last
         # window, while the drafter's last window (64 requests, seconds) is still to come.
         wait_for(lambda: list(ws.outputs.glob("multirun/*/0/results.json")), 300, "the first point's result", proc)
         proc.send_signal(signal.SIGINT)
