@@ -5,29 +5,24 @@ own parser reads it (abbreviated, repeated, or from vLLM's --config file)."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
 from specexp import checks
-from specexp.config import (
-    Config,
-    ConfigError,
-    DrafterConfig,
-    ModelConfig,
-    NcclConfig,
-    TrackingConfig,
-    WorkloadConfig,
-)
+from specexp.config import Config, ConfigError
 from specexp.engines import limits
 from specexp.engines.sglang.adapter import LAUNCH_MODULE
-from specexp.engines.vllm import SERVER_MODULE, VllmEngine, VllmEngineConfig
-from tests.conftest import REPO, VLLM_PYTHON, needs
+from specexp.engines.vllm import SERVER_MODULE, VllmEngine
+from tests.conftest import VLLM_PYTHON
+from tests.engines.test_sglang_adapter import LIGHT_PYTHON as SGLANG_PYTHON
+from tests.engines.test_sglang_adapter import needs_sglang
+from tests.engines.test_vllm_engine import make_cfg, needs_vllm
 from tests.reliability.test_input import one_line
 
-SGLANG_PYTHON = Path(os.environ.get("SPECEXP_SGLANG_VENV", REPO / ".venvs" / "sglang")) / "bin" / "python"
-needs_vllm = needs(VLLM_PYTHON, "vLLM venv", "run scripts/install_vllm_cpu.sh (or set SPECEXP_VLLM_VENV)")
-needs_sglang = needs(SGLANG_PYTHON, "light SGLang venv", "run bash scripts/install_sglang_light.sh")
+
+def vllm_cfg(extra_args: list[str]) -> Config:
+    """A vLLM point at batch 4 on the installed vLLM, with these extra server arguments."""
+    return make_cfg(engine={"python": str(VLLM_PYTHON), "extra_args": extra_args}, batch=4)
 
 
 @pytest.mark.vllm
@@ -69,25 +64,12 @@ def test_sglang_s_parser_keeps_the_last_copy_of_its_limit() -> None:
     assert limits.server_limits("sglang", [str(SGLANG_PYTHON)], later, dict(os.environ)) == {limit: 3}
 
 
-def vllm_cfg(batch: int, extra_args: list[str]) -> Config:
-    return Config(
-        engine=VllmEngineConfig(python=str(VLLM_PYTHON), extra_args=extra_args),
-        model=ModelConfig(name="tiny", path="/ckpt/target"),
-        drafter=DrafterConfig(),
-        nccl=NcclConfig(),
-        workload=WorkloadConfig(),
-        tracking=TrackingConfig(uri="sqlite://"),
-        outputs="/tmp/specexp-test",
-        batch=batch,
-    )
-
-
 @pytest.mark.vllm
 @needs_vllm
 def test_vllm_s_parser_reads_its_config_file_and_its_admission_limit(tmp_path) -> None:
     config = tmp_path / "serve.yaml"
     config.write_text("max_num_seqs: 16\nmax_num_queued_reqs: 3\n")
-    cfg = vllm_cfg(4, ["--config", str(config), "--max_num_active_seqs", "8"])
+    cfg = vllm_cfg(["--config", str(config), "--max_num_active_seqs", "8"])
     engine = VllmEngine()
     command = engine.command(cfg, 8000)
     found = limits.server_limits("vllm", engine.python(cfg), command.argv, {**os.environ, **command.env})
@@ -98,6 +80,6 @@ def test_vllm_s_parser_reads_its_config_file_and_its_admission_limit(tmp_path) -
     }
     with pytest.raises(ConfigError, match=r"--max-num-queued-reqs resolves to 3 .* is refused with HTTP 503"):
         checks.check_server_limits(cfg, engine, command)
-    fine = vllm_cfg(4, ["--max-num-seqs", "8"])
+    fine = vllm_cfg(["--max-num-seqs", "8"])
     checks.check_server_limits(fine, engine, engine.command(fine, 8000))  # above the batch: accepted
     assert SERVER_MODULE in command.argv
