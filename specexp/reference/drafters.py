@@ -7,7 +7,8 @@ their first ``k_eff`` tokens.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -23,6 +24,27 @@ def pad(rows: list[list[int]], device: torch.device) -> torch.Tensor:
     """Right-pad with token 0: padded positions land past each row's length and are never attended."""
     width = max(map(len, rows))
     return torch.tensor([r + [0] * (width - len(r)) for r in rows], dtype=torch.long, device=device)
+
+
+def draft_chain(
+    width: int,
+    state: Any,
+    logits: Callable[[Any], torch.Tensor],
+    advance: Callable[[Any, torch.Tensor, int], Any],
+    sampling: Sampling,
+    exponentials: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``width`` tokens drafted one after another, and the distributions they were drawn from: each
+    from the logits of the current state, which ``advance`` then moves on by that token (step i)."""
+    drafts, qs = [], []
+    for i in range(width):
+        q = sampling.probs(logits(state))
+        d = sample(q, exponentials[:, i])
+        drafts.append(d)
+        qs.append(q)
+        if i + 1 < width:
+            state = advance(state, d, i)
+    return torch.stack(drafts, 1), torch.stack(qs, 1)
 
 
 class Drafter(Protocol):
@@ -69,15 +91,12 @@ class ModelDrafter:
         last = hidden[rows, torch.tensor([len(t) - 1 for t in tails], device=device)]
         lengths = [len(s.tokens) for s in seqs]
         pos = torch.tensor(lengths, device=device)
-        drafts, qs = [], []
-        for i in range(width):
-            q = sampling.probs(self.model.logits(last))
-            d = sample(q, exponentials[:, i])
-            drafts.append(d)
-            qs.append(q)
-            if i + 1 < width:
-                last = self.model.forward(d[:, None], pos + i, max(lengths) + i + 1, self.cache)[:, 0]
-        return torch.stack(drafts, 1), torch.stack(qs, 1), torch.tensor(k_cap, device=device)
+
+        def advance(state: torch.Tensor, d: torch.Tensor, i: int) -> torch.Tensor:
+            return self.model.forward(d[:, None], pos + i, max(lengths) + i + 1, self.cache)[:, 0]
+
+        drafts, qs = draft_chain(width, last, self.model.logits, advance, sampling, exponentials)
+        return drafts, qs, torch.tensor(k_cap, device=device)
 
     def commit(self, seqs: list[RequestState], lengths: list[int], accepted: list[int], width: int) -> None:
         """The cache now holds each row's tokens up to its last accepted draft it was fed."""
@@ -128,18 +147,17 @@ class Eagle3Drafter:
         out, hid = normed[rows, last], pre[rows, last]
         base = torch.tensor([len(s.tokens) - 2 for s in seqs], device=device)  # the last position read
         kv = max(len(s.tokens) for s in seqs)
-        drafts, qs = [], []
-        for i in range(width):
-            q = sampling.probs(self.head.logits(out))
-            d = sample(q, exponentials[:, i])
-            drafts.append(d)
-            qs.append(q)
-            if i + 1 < width:
-                step = self.head.draft(d[:, None], hid[:, None], base + i + 1, kv + i, self.cache)
-                out, hid = step[0][:, 0], step[1][:, 0]
+
+        def advance(state: tuple[torch.Tensor, torch.Tensor], d: torch.Tensor, i: int) -> tuple[torch.Tensor, ...]:
+            step = self.head.draft(d[:, None], state[1][:, None], base + i + 1, kv + i, self.cache)
+            return step[0][:, 0], step[1][:, 0]
+
+        drafts, qs = draft_chain(
+            width, (out, hid), lambda state: self.head.logits(state[0]), advance, sampling, exponentials
+        )
         for s in seqs:
             s.draft_len, s.pending = len(s.tokens) - 1, None
-        return torch.stack(drafts, 1), torch.stack(qs, 1), torch.tensor(k_cap, device=device)
+        return drafts, qs, torch.tensor(k_cap, device=device)
 
     def commit(self, seqs: list[RequestState], lengths: list[int], accepted: list[int], width: int) -> None:
         """The verify forward read positions n-1 .. n-1+width; those up to the last accepted are pending."""
