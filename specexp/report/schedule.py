@@ -355,6 +355,8 @@ def validation(rows: Sequence[PointResult], objective: str = "output_throughput"
             word = "loses"
             how = f"{worse} at 95%"
         tally[word].append(batch)
+        if plan.depth(batch) == best.best:  # one engine setting measured twice: the ratio's truth is 1
+            how += "; the same depth, so an A/A check" + ("" if word == "ties" else ": noise beyond the interval")
         out.append(
             f"batch {batch}: the schedule (depth {plan.depth(batch)}) {word} the best static depth {best.best} "
             f"({objective} ratio {r.value:.3f} [{r.lo:.3f}, {r.hi:.3f}] {method}, {how})"
