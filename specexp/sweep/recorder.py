@@ -6,7 +6,9 @@ analysis, tables and plots come from specexp.report."""
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -14,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from mlflow import MlflowClient
+from mlflow.utils.validation import MAX_TAG_VAL_LENGTH
 
 from specexp import atomic, live, point, tracking
 from specexp.config import TrackingConfig
@@ -30,10 +33,21 @@ log = logging.getLogger("specexp")
 
 
 def description(rows: Sequence[PointResult], words: Sequence[str], settings: Sequence[str]) -> str:
-    """The parent run's description in MLflow (markdown): the answer first, then every point."""
+    """The parent run's description in MLflow (markdown): the answer first, then every point. MLflow
+    cuts a tag at MAX_TAG_VAL_LENGTH characters (and warns on the console): a longer one keeps the
+    answer and the table's first rows whole and names the files that hold the rest."""
     failed = sum(not r.ok for r in rows)
     answer = "\n".join(f"**{line}**  " for line in words) or "_no verdict: no speculative point has a baseline_"
-    return f"{answer}\n\n{len(rows)} points, {failed} failed\n\n{points_markdown(rows, settings)}\n"
+    if len(answer) > MAX_TAG_VAL_LENGTH // 2:
+        answer = answer[: MAX_TAG_VAL_LENGTH // 2].rsplit("\n", 1)[0] + "\n\n_… the whole verdict: verdict.txt_"
+    head, table = f"{answer}\n\n{len(rows)} points, {failed} failed\n\n", points_markdown(rows, settings).splitlines()
+    text = head + "\n".join(table) + "\n"
+    if len(text) <= MAX_TAG_VAL_LENGTH:
+        return text
+    room = MAX_TAG_VAL_LENGTH - len(head) - len(f"\n\n_… {len(table)} more points: summary.csv_\n")
+    ends = list(itertools.accumulate(len(line) + 1 for line in table))  # characters up to each line's end
+    kept = max(2, bisect.bisect_right(ends, room))  # a header and its rule stay
+    return head + "\n".join(table[:kept]) + f"\n\n_… {len(table) - kept} more points: summary.csv_\n"
 
 
 @dataclass
