@@ -15,6 +15,7 @@ analysis the sweep ran). Figures per setting:
   speedup intervals share a value;
 - paired / unpaired: the median, over every speculative point of every run, of the paired speedup
   interval's half-width over the unpaired one's (goal: at most 1/3), and how many points were paired;
+  the median correlation of partner windows' log throughputs (pairing narrows by about sqrt(1 - r));
 - host load: per run, the mean 1-minute load average per core over its points' windows (and the
   load client's highest share of a core).
 
@@ -39,7 +40,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from specexp.report.analysis import apply
+from scipy import stats
+
+from specexp.report.analysis import alternated, apply
 from specexp.report.verdict import PAYS, times, verdict_class, verdicts
 from specexp.result import PointResult
 
@@ -68,6 +71,7 @@ class Outcome:
     batch1_interval: tuple[float, float]
     batch1_text: str
     widths: list[tuple[float, float]]  # per speculative point: (paired half-width, unpaired half-width)
+    correlations: list[float]  # per paired point: its partner windows' log-throughput correlation
     paired: int  # speculative points whose speedup was paired
     points: int
     host_load: float  # mean load average per core over the points
@@ -102,6 +106,8 @@ def read_sweep(workdir: Path) -> Outcome:
         for r in spec
         if "speedup_ci95" in r.metrics and "speedup_unpaired_ci95" in r.metrics
     ]
+    bases = {r.batch: r for r in results if not r.speculative}
+    correlations = [c for r in spec if (c := partner_correlation(r, bases.get(r.batch))) is not None]
     cpus = float(os.cpu_count() or 1)
     loads = [r.metrics["host_load1"] / cpus for r in results if "host_load1" in r.metrics]
     return Outcome(
@@ -114,11 +120,23 @@ def read_sweep(workdir: Path) -> Outcome:
         (first.lo, first.hi),
         times(first),
         widths,
+        correlations,
         sum(r.tags.get("specexp.speedup_method") == "paired" for r in spec),
         len(spec),
         sum(loads) / len(loads) if loads else math.nan,
         max((r.metrics.get("client_cpu", 0.0) for r in results), default=0.0),
     )
+
+
+def partner_correlation(row: PointResult, base: PointResult | None) -> float | None:
+    """Pearson's r (scipy) between the log output throughputs of a point's windows and their partners'
+    in its baseline: pairing narrows the interval by about sqrt(1 - r), so it says how much of the
+    windows' noise the partners share. None where the windows did not take turns."""
+    n = 0 if base is None else alternated(row.windows, base.windows)
+    if n < 3:
+        return None
+    a, b = ([math.log(w["output_throughput"]) for w in p.windows[:n]] for p in (row, base))
+    return float(stats.pearsonr(a, b).statistic)
 
 
 def most_agreeing(intervals: list[tuple[float, float]]) -> int:
@@ -178,13 +196,16 @@ def main() -> None:
         ratios = sorted(p / u for o in outcomes for p, u in o.widths if u > 0)
         median = statistics.median(ratios) if ratios else math.nan
         paired = sum(o.paired for o in outcomes)
+        found = [c for o in outcomes for c in o.correlations]
+        correlation = statistics.median(found) if found else math.nan
         points = sum(o.points for o in outcomes)
         loads = ", ".join(f"{o.host_load:.2f}" for o in outcomes)
         summary.append(
             f"{name:8s} n={args.n}: {agree} of {args.n} break-even intervals share a batch; {hit} of {pairs} pairs "
             f"overlap; {informative} of {args.n} informative; point estimates {spread}; batch 1 pays in {pays} of "
             f"{args.n} ({batch1_agree} of {args.n} batch-1 intervals share a value); paired/unpaired half-width "
-            f"median {median:.2f} over {len(ratios)} points ({paired} of {points} paired); host load per core by "
+            f"median {median:.2f} over {len(ratios)} points ({paired} of {points} paired; partner windows' "
+            f"correlation median {correlation:.2f}); host load per core by "
             f"run: {loads}; {sum(o.seconds for o in outcomes) / len(outcomes):.0f} s per sweep"
         )
     print("\n" + "\n".join(summary))
