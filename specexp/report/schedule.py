@@ -320,6 +320,13 @@ def add_to(
     return metrics, [*files, *more_files], [*answer, *more_lines]
 
 
+# what a difference between the schedule and a static arm of its own depth can be, and how to tell
+AA_DIFFERENCE = (
+    "the schedule's own machinery, or the two servers' speeds differing launch to launch by more than their "
+    "windows show (repeats=3 measures that spread)"
+)
+
+
 def validation(rows: Sequence[PointResult], objective: str = "output_throughput", maximize: bool = True) -> list[str]:
     """+sweep=validate_schedule's verdict: at each batch, the schedule against the best static depth
     (no speculation included) as a ratio with its 95% interval; then any drop in the schedule's
@@ -356,7 +363,7 @@ def validation(rows: Sequence[PointResult], objective: str = "output_throughput"
             how = f"{worse} at 95%"
         tally[word].append(batch)
         if plan.depth(batch) == best.best:  # one engine setting measured twice: the ratio's truth is 1
-            how += "; the same depth, so an A/A check" + ("" if word == "ties" else ": noise beyond the interval")
+            how += "; the same depth, so an A/A check" + ("" if word == "ties" else f": {AA_DIFFERENCE}")
         out.append(
             f"batch {batch}: the schedule (depth {plan.depth(batch)}) {word} the best static depth {best.best} "
             f"({objective} ratio {r.value:.3f} [{r.lo:.3f}, {r.hi:.3f}] {method}, {how})"

@@ -106,7 +106,7 @@ def test_validation_says_where_the_schedule_beats_ties_and_loses(tmp_path):
     assert "beats at batch 1; ties at batch 4, 16; loses at batch 5" in head
     assert per_batch[0].startswith("batch 1: the schedule (depth 3) beats the best static depth 3")
     # the schedule drafts the best's own depth there: two runs of one setting, whose true ratio is 1
-    assert per_batch[0].endswith("; the same depth, so an A/A check: noise beyond the interval)")
+    assert per_batch[0].endswith(f"; the same depth, so an A/A check: {schedule.AA_DIFFERENCE})")
     assert per_batch[1].endswith("within the 95% interval; the same depth, so an A/A check)")
     assert "A/A" not in per_batch[2]  # depth 1 against depth 3
     assert per_batch[2].startswith("batch 5: the schedule (depth 1) loses the best static depth 3")
