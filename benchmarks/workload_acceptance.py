@@ -3,7 +3,18 @@ every drafter of model=tiny_trained, per workload, counted by the reference engi
 EOS ignored, the same BatchEngine a server runs). Not a test: figures only.
 
 Workloads: code (HumanEval's prompts as completions; windows of the held-out stdlib modules no build
-trained on), chat (the builtin questions through the chat template) and random token ids.
+trained on), chat (the builtin questions through the chat template) and random token ids (BOS, then
+ids drawn uniformly over the vocabulary, as workload=random draws them over its token_range).
+
+Then the EAGLE-3 head's accept rate on each code workload minus that on random ids, with a 95% interval
+from a bootstrap over prompts (each prompt measured alone, so its drafted and accepted tokens are its
+own; the rate is accepted over drafted tokens of the resampled prompts): is a difference the prompts' or
+the draw of prompts'?
+
+With ``--break-even``, a timing half (noisy on a shared machine: the wall time of the whole in-process
+run, engine start included, best of two): each drafter's decode throughput on the held-out code prompts
+against no drafter's at each ``--batches`` running-request count, and the break-even batch where its
+speedup crosses 1 (interpolated on log2(batch) between the measured batches that straddle it).
 
     .venv/bin/python benchmarks/workload_acceptance.py [--outputs outputs] [--prompts 16] [--output-len 64] [--k 5]
 """
@@ -13,10 +24,14 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import time
+from itertools import pairwise
 from pathlib import Path
 
+import numpy as np
 import torch
+from scipy.stats import bootstrap
 from tokenizers import Tokenizer
 
 from specexp.load.datasets import BUILTIN
@@ -49,6 +64,59 @@ def workloads(paths: TrainedPaths, n: int, length: int) -> dict[str, list[list[i
     return out
 
 
+def per_prompt(paths: TrainedPaths, prompts: list[list[int]], output_len: int, k: int) -> np.ndarray:
+    """[accepted, drafted] tokens of the EAGLE-3 head for each prompt, measured alone."""
+    counts = [measure(paths.target, [p], output_len, paths.eagle3, "eagle3", k, 1) for p in prompts]
+    return np.array([[a.accepted, a.draft_tokens] for a in counts], dtype=float)
+
+
+def difference(code: np.ndarray, random: np.ndarray) -> tuple[float, float, float]:
+    """Accept rate on ``code`` minus on ``random`` (per-prompt [accepted, drafted] rows), and its 95% BCa
+    bootstrap interval: the two workloads' prompts resampled independently, 2000 times, seeded."""
+
+    def stat(i: np.ndarray, j: np.ndarray) -> float:
+        c, r = code[i.astype(int)].sum(0), random[j.astype(int)].sum(0)
+        return c[0] / c[1] - r[0] / r[1]
+
+    idx = (np.arange(len(code), dtype=float), np.arange(len(random), dtype=float))
+    ci = bootstrap(idx, stat, vectorized=False, n_resamples=2000, rng=np.random.default_rng(0)).confidence_interval
+    return stat(*idx), float(ci.low), float(ci.high)
+
+
+def tok_s(paths: TrainedPaths, prompts: list[list[int]], output_len: int, drafter: tuple, k: int, batch: int) -> float:
+    """Generated tokens per second over all ``prompts``, ``batch`` running at a time (best of two runs)."""
+    walls = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        measure(paths.target, prompts, output_len, drafter[0], drafter[1], k, batch)
+        walls.append(time.perf_counter() - t0)
+    return len(prompts) * output_len / min(walls)
+
+
+def crossing(batches: list[int], speedups: list[float]) -> str:
+    """The batch where the speedup falls through 1, on log2(batch) between the two measured around it."""
+    if speedups[0] <= 1:
+        return f"< {batches[0]} (never pays)"
+    for (b0, s0), (b1, s1) in pairwise(zip(batches, speedups, strict=True)):
+        if s1 <= 1:
+            f = (s0 - 1) / (s0 - s1)
+            return f"{2 ** (math.log2(b0) + f * (math.log2(b1) - math.log2(b0))):.1f}"
+    return f"> {batches[-1]} (pays at every batch measured)"
+
+
+def break_even(paths: TrainedPaths, drafters: dict, prompts: list[list[int]], args: argparse.Namespace) -> None:
+    batches = [int(b) for b in args.batches.split(",")]
+    print(f"\nbreak-even on {len(prompts)} held-out code prompts, k={args.k} (timing: noisy, best of two)")
+    print(f"  {'drafter':<38} " + "  ".join(f"x@{b:<4}" for b in batches) + "  break-even batch")
+    base = [tok_s(paths, prompts, args.output_len, (None, ""), args.k, b) for b in batches]
+    print(f"  {'(no drafter: tok/s)':<38} " + "  ".join(f"{t:<6.0f}" for t in base), flush=True)
+    for name, drafter in drafters.items():
+        timed = zip(batches, base, strict=True)
+        speedups = [tok_s(paths, prompts, args.output_len, drafter, args.k, b) / t for b, t in timed]
+        cells = "  ".join(f"{s:<6.2f}" for s in speedups)
+        print(f"  {name:<38} {cells}  {crossing(batches, speedups)}", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--outputs", type=Path, default=Path("outputs"), help="outputs folder (default: %(default)s)")
@@ -57,6 +125,8 @@ def main() -> None:
     p.add_argument("--output-len", type=int, default=64, help="tokens generated per prompt (default: %(default)s)")
     p.add_argument("--k", type=int, default=5, help="draft tokens per step (default: %(default)s)")
     p.add_argument("--batch", type=int, default=8, help="running requests (default: %(default)s)")
+    p.add_argument("--break-even", action="store_true", help="also time each drafter's break-even batch")
+    p.add_argument("--batches", default="1,2,4,8,16", help="break-even: running requests (default: %(default)s)")
     args = p.parse_args()
     t0 = time.monotonic()
     paths = ensure_tiny_trained(args.outputs)
@@ -67,21 +137,25 @@ def main() -> None:
         "tiny_trained_eagle3_ttt1": (paths.eagle3_ttt1, "eagle3"),
         "tiny_trained_eagle3_small (1/4 data)": (paths.eagle3_small, "eagle3"),
     }
-    rates: dict[tuple[str, str], float] = {}
     header = "  ".join(f"pos{i + 1:<2}" for i in range(args.k))
-    for workload, prompts in workloads(paths, args.prompts, args.prompt_len).items():
+    asked = workloads(paths, args.prompts, args.prompt_len)
+    for workload, prompts in asked.items():
         print(f"\n{workload} ({len(prompts)} prompts, mean {sum(map(len, prompts)) / len(prompts):.0f} tokens)")
         print(f"  {'drafter':<38} accept rate  accept len  {header}")
         for name, (path, method) in drafters.items():
             a = measure(paths.target, prompts, args.output_len, path, method, args.k, args.batch)
-            rates[(workload, name)] = a.rate
             per_pos = "  ".join(f"{r:.3f}" for r in a.position_rates())
             print(f"  {name:<38} {a.rate:>11.3f}  {a.length:>10.2f}  {per_pos}", flush=True)
-    eagle = "tiny_trained_eagle3 (TTT 5)"
+    random = per_prompt(paths, asked["random ids"], args.output_len, args.k)
     for code in ("code: held-out stdlib", "code: humaneval"):
-        if (code, eagle) in rates:
-            diff = rates[(code, eagle)] - rates[("random ids", eagle)]
-            print(f"\n{eagle}: accept rate on {code} - random ids = {diff:+.3f}")
+        if code in asked:
+            diff, lo, hi = difference(per_prompt(paths, asked[code], args.output_len, args.k), random)
+            print(
+                f"\ntiny_trained_eagle3 (TTT 5): accept rate on {code} - random ids = {diff:+.3f}"
+                f" (95% bootstrap interval over prompts [{lo:+.3f}, {hi:+.3f}])"
+            )
+    if args.break_even:
+        break_even(paths, drafters, asked["code: held-out stdlib"], args)
 
 
 if __name__ == "__main__":

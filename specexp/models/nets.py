@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+KV = tuple[torch.Tensor, torch.Tensor]  # one layer's cached keys and values [B, heads, T, d]
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -87,9 +89,15 @@ class Layer(nn.Module):
         self.post_attention_layernorm = nn.RMSNorm(s.hidden, eps=s.eps)
 
     def forward(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        return self.step(x, pos, None)[0]
+
+    def step(self, x: torch.Tensor, pos: torch.Tensor, cache: KV | None) -> tuple[torch.Tensor, KV]:
+        """The layer over positions ``pos``: all of a prompt (causal), or one position after the cached ones."""
         q, k, v = self.self_attn.qkv(self.input_layernorm(x), pos)
-        x = x + self.self_attn.out(F.scaled_dot_product_attention(q, k, v, is_causal=True))
-        return x + self.mlp(self.post_attention_layernorm(x))
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+        x = x + self.self_attn.out(F.scaled_dot_product_attention(q, k, v, is_causal=cache is None))
+        return x + self.mlp(self.post_attention_layernorm(x)), (k, v)
 
 
 class Body(nn.Module):
@@ -120,6 +128,21 @@ class CausalLM(nn.Module):
         if len(self.model.layers) in aux:
             states.append(x)
         return self.lm_head(self.model.norm(x)), states
+
+    @torch.no_grad()
+    def greedy(self, ids: torch.Tensor, new: int) -> torch.Tensor:
+        """``ids`` [B, T] extended by ``new`` greedy tokens (a KV cache: one position per step)."""
+        cache: list[KV | None] = [None] * len(self.model.layers)
+        out, step, start = ids, ids, 0
+        for _ in range(new):
+            x = self.model.embed_tokens(step)
+            pos = torch.arange(start, start + step.shape[1])
+            for i, layer in enumerate(self.model.layers):
+                x, cache[i] = layer.step(x, pos, cache[i])
+            start += step.shape[1]
+            step = self.lm_head(self.model.norm(x[:, -1:])).argmax(-1)
+            out = torch.cat([out, step], 1)
+        return out
 
 
 class MidLayer(Layer):

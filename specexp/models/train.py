@@ -1,5 +1,6 @@
 """The training loops of the trained tiny build: a target on text, a draft model distilled from it, and
-EAGLE-3 heads trained with training-time test, all on CPU, each with a one-line progress report.
+EAGLE-3 heads trained with training-time test on the target's own responses, all on CPU, each with a
+one-line progress report.
 
 Every loop draws its batches from its own seeded generator, so a build is reproducible on one machine
 (float reductions may differ across CPUs, so bytes may too; the recipe, not the bytes, names a build).
@@ -29,6 +30,29 @@ class Windows:
         return torch.stack([self.stream[s : s + self.length] for s in starts.tolist()])
 
 
+class Rows:
+    """Batches of whole rows of a [N, T] tensor, drawn at random from a seeded generator."""
+
+    def __init__(self, rows: torch.Tensor, batch: int, seed: int) -> None:
+        self.rows, self.batch = rows, batch
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def __call__(self) -> torch.Tensor:
+        return self.rows[torch.randint(0, len(self.rows), (self.batch,), generator=self.gen)]
+
+
+def responses(target: CausalLM, prompts: torch.Tensor, new: int, chunk: int = 256) -> torch.Tensor:
+    """Each prompt [N, P] followed by the target's ``new`` greedy tokens: EAGLE-3 trains its head on the
+    target's own responses (what the head drafts for at inference), not on the text the target learnt."""
+    t0 = time.monotonic()
+    out = []
+    for i in range(0, len(prompts), chunk):
+        out.append(target.greedy(prompts[i : i + chunk], new))
+        print(f"\r  responses: {i + len(out[-1])}/{len(prompts)} {time.monotonic() - t0:.0f}s", end="", file=sys.stderr)
+    print(file=sys.stderr, flush=True)
+    return torch.cat(out)
+
+
 def _loop(
     label: str, params: list[torch.nn.Parameter], steps: int, lr: float, loss_fn: Callable[[], torch.Tensor]
 ) -> float:
@@ -54,7 +78,10 @@ def _loop(
     return float(smooth or 0.0)
 
 
-def train_target(model: CausalLM, data: Windows, steps: int, lr: float) -> float:
+Batches = Callable[[], torch.Tensor]  # each call: the next [batch, length] token ids
+
+
+def train_target(model: CausalLM, data: Batches, steps: int, lr: float) -> float:
     def loss() -> torch.Tensor:
         ids = data()
         logits, _ = model(ids[:, :-1])
@@ -68,7 +95,7 @@ def _soft_ce(logits: torch.Tensor, target_logits: torch.Tensor) -> torch.Tensor:
     return -(target_logits.softmax(-1) * logits.log_softmax(-1)).sum(-1)
 
 
-def distill_draft(draft: CausalLM, target: CausalLM, data: Windows, steps: int, lr: float) -> float:
+def distill_draft(draft: CausalLM, target: CausalLM, data: Batches, steps: int, lr: float) -> float:
     def loss() -> torch.Tensor:
         ids = data()
         with torch.no_grad():
@@ -80,7 +107,7 @@ def distill_draft(draft: CausalLM, target: CausalLM, data: Windows, steps: int, 
 
 
 def train_eagle3(
-    head: Eagle3Head, target: CausalLM, aux: tuple[int, ...], data: Windows, ttt: int, steps: int, lr: float, label: str
+    head: Eagle3Head, target: CausalLM, aux: tuple[int, ...], data: Batches, ttt: int, steps: int, lr: float, label: str
 ) -> float:
     """Training-time test over ``ttt`` steps: step j's label at base t is the target's distribution of
     x[t+j+2]; the steps' losses are averaged (rows past the window's end are masked)."""

@@ -2,7 +2,8 @@
 data) shows higher acceptance on held-out code. Acceptance only, counted by the reference engine
 in-process (greedy, exact counts); timing orderings and the per-workload table belong in
 benchmarks/workload_acceptance.py. (Acceptance on code vs random ids is not checked: this target
-answers random ids with code too, so both accept alike; see the benchmark.)"""
+answers random ids with the code it writes anyway, and its heads accept that at least as well as
+held-out code; see the benchmark's interval.)"""
 
 from __future__ import annotations
 
