@@ -6,6 +6,7 @@ import fcntl
 import os
 import pty
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -44,6 +45,22 @@ def make_config() -> Callable[..., Config]:
             return to_config(compose("config", overrides=list(overrides)))
 
     return make
+
+
+def sigint_as_in_a_terminal() -> None:
+    """``preexec_fn`` of a child a test sends Ctrl-C: SIGINT at its default, as a terminal's foreground
+    job has it. A background job of a non-interactive shell (and so a CI step) starts with SIGINT
+    ignored, children inherit that, and an ignored Ctrl-C tests nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def sigint_handled():
+    """Python's own Ctrl-C handler in this process for the test (``_thread.interrupt_main`` does
+    nothing where SIGINT is ignored: see sigint_as_in_a_terminal); the one before it afterwards."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 # Small, fast points: the reference engine on the tiny model, 3 measured windows after 1 warm-up window

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from specexp.metrics.registry import TABLE_KEYS
-from tests.conftest import FAST, engine_processes, run_outputs
+from tests.conftest import FAST, engine_processes, run_outputs, sigint_as_in_a_terminal
 
 
 def children_and_parent(runs):
@@ -110,7 +110,15 @@ def test_sigint_mid_sweep_marks_the_run_and_leaves_no_engine(tmp_path, shared_ou
         "-m",
     ]
     env = {**os.environ, "SPECEXP_OUTPUTS": str(run_outputs(tmp_path, shared_outputs))}
-    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=sigint_as_in_a_terminal,
+    )
     marker = str(tmp_path / "outputs" / "models")
     deadline = time.monotonic() + 180
     server_log = None

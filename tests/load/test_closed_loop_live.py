@@ -30,10 +30,10 @@ def send(server: LiveServer, fill: list[Conversation]) -> list[RequestRecord]:
     return asyncio.run(go())
 
 
-def in_flight_before_the_end(records: list[RequestRecord]) -> int:
-    """Requests in flight just before the last measured request ended."""
+def in_flight_before_the_end(records: list[RequestRecord], before: float = 1e-4) -> int:
+    """Requests in flight ``before`` seconds before the last measured request ended."""
     last = max(r.end for r in records if not r.filler)
-    moment = last - 1e-4
+    moment = last - before
     return sum(r.send <= moment < r.end for r in records)
 
 
@@ -43,7 +43,10 @@ def test_fillers_keep_the_batch_in_flight_to_the_windows_end(plain_server: LiveS
     fillers = [r for r in records if r.filler]
     assert [r.index for r in measured] == list(range(len(ITEMS))) and all(r.ok for r in measured)
     assert fillers and [r.index for r in fillers] == list(range(len(ITEMS), len(records)))
-    assert in_flight_before_the_end(records) == BATCH
+    # a filler's replacement goes out a moment after it ends: on a loaded host one instant can fall in
+    # such a gap (2 of 4 in flight once, in the full suite), so the batch is full at some instant of
+    # the last 10 ms, not necessarily at each
+    assert max(in_flight_before_the_end(records, ms / 1e3) for ms in (0.1, 0.5, 1, 2, 5, 10)) == BATCH
     last = max(r.end for r in measured)
     assert all(r.error == CUT for r in fillers if r.end >= last)  # the ones still running were cut
     assert traffic.compute(records)["concurrency_max"] == BATCH

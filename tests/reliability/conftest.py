@@ -20,7 +20,7 @@ import pytest
 from mlflow import MlflowClient
 
 from specexp.models.tiny import ensure_tiny
-from tests.conftest import FAST, engine_processes
+from tests.conftest import FAST, engine_processes, sigint_as_in_a_terminal
 
 
 def free_port() -> int:
@@ -99,7 +99,7 @@ class Workspace:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            preexec_fn=sigint_as_in_a_terminal,
         )
 
     @contextmanager

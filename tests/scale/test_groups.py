@@ -15,7 +15,7 @@ import pytest
 from mlflow import MlflowClient
 
 from specexp.sweep.groups import Group
-from tests.conftest import engine_processes
+from tests.conftest import engine_processes, sigint_as_in_a_terminal
 from tests.scale.conftest import specexp_argv, specexp_env
 
 pytestmark = pytest.mark.scale
@@ -105,6 +105,7 @@ def start_sweep(tmp_path, outputs, *args: str) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=sigint_as_in_a_terminal,
     )
 
 

@@ -89,6 +89,7 @@ def test_an_arm_failing_at_the_end_of_a_round_hands_on_to_its_neighbour() -> Non
     assert windows(log) == ["B0", "A0", "A1", "A2"]  # B fails as the round's last: A goes on
 
 
+@pytest.mark.usefixtures("sigint_handled")
 def test_an_interrupt_reaches_arms_waiting_for_their_turn() -> None:
     log: list[str] = []
     stopped = threading.Event()
@@ -115,6 +116,7 @@ def test_an_interrupt_reaches_arms_waiting_for_their_turn() -> None:
     assert issubclass(Interrupted, KeyboardInterrupt)  # point.run records an interrupted arm as interrupted
 
 
+@pytest.mark.usefixtures("sigint_handled")
 def test_an_interrupt_reaches_the_arm_holding_the_machine_outside_a_window() -> None:
     log: list[str] = []
 
@@ -137,6 +139,7 @@ def test_an_interrupt_reaches_the_arm_holding_the_machine_outside_a_window() -> 
     assert log == ["A recorded interrupted", "servers stopped"]  # the arm first, then the teardown
 
 
+@pytest.mark.usefixtures("sigint_handled")
 def test_an_arm_recording_its_point_is_let_finish() -> None:
     """An interrupt after an arm's last window does not cut its recording short (CI saw a point's
     MLflow upload cut half way: its run had no params)."""
