@@ -29,7 +29,7 @@ def test_two_workers_share_one_study(tmp_path, outputs) -> None:
         "drafter=tiny",
         "hydra.sweeper.mode=optuna",
         f"hydra.sweeper.storage=journal://{journal}",
-        "hydra.sweeper.study_name=shared",
+        "hydra.sweeper.study_name=one_study",
         f"hydra.sweeper.n_trials={N_TRIALS}",
         # The same sampler and seed in both: they propose the same depths in the same order, so the
         # claims are what keeps them apart.
@@ -53,7 +53,7 @@ def test_two_workers_share_one_study(tmp_path, outputs) -> None:
         assert w.returncode == 0, out[-3000:]
 
     trials = optuna.load_study(
-        study_name="shared", storage=JournalStorage(JournalFileBackend(str(journal)))
+        study_name="one_study", storage=JournalStorage(JournalFileBackend(str(journal)))
     ).get_trials()
     for t in trials:
         print(t.number, t.state.name, t.params, t.user_attrs.get(claims.WORKER), t.user_attrs.get("stood_back", ""))
@@ -74,6 +74,6 @@ def test_two_workers_share_one_study(tmp_path, outputs) -> None:
     runs = mlflow.search_runs([mlflow.get_experiment_by_name("specexp").experiment_id])
     children = [r for r in runs if r.data.tags.get("specexp.role") != "parent"]
     trials_run = [r for r in children if "optuna.trial" in r.data.tags]  # each worker also measures a baseline
-    assert len(trials_run) == N_TRIALS and {r.data.tags["optuna.study"] for r in trials_run} == {"shared"}
+    assert len(trials_run) == N_TRIALS and {r.data.tags["optuna.study"] for r in trials_run} == {"one_study"}
     baselines = [r for r in children if "optuna.trial" not in r.data.tags]
     assert baselines and all(r.data.tags["specexp.drafter"] == "none" for r in baselines)
