@@ -364,6 +364,7 @@ def validation(rows: Sequence[PointResult], objective: str = "output_throughput"
         tally[word].append(batch)
         if plan.depth(batch) == best.best:  # one engine setting measured twice: the ratio's truth is 1
             how += "; the same depth, so an A/A check" + ("" if word == "ties" else f": {AA_DIFFERENCE}")
+        how += _off_range(batch, plan.depth(batch), ran[batch], static[batch].get(plan.depth(batch), []))
         out.append(
             f"batch {batch}: the schedule (depth {plan.depth(batch)}) {word} the best static depth {best.best} "
             f"({objective} ratio {r.value:.3f} [{r.lo:.3f}, {r.hi:.3f}] {method}, {how})"
@@ -379,6 +380,40 @@ def validation(rows: Sequence[PointResult], objective: str = "output_throughput"
                 )
     summary = "; ".join(f"{w} at batch {', '.join(map(str, bs))}" for w, bs in tally.items() if bs)
     return [f"schedule {plan.override()} against the best static depth: {summary} ({HOW})", *out]
+
+
+# relative difference in draft tokens per draft, schedule against its depth's static arm, beyond the
+# tails both share (a row's last steps draft less than the depth): steps that left the batch's range
+OFF_RANGE = 0.02
+
+
+def _drafted(rows: Sequence[PointResult]) -> tuple[float, float] | None:
+    """(draft tokens, verify steps that drafted) over an arm's measured windows; None where the engine
+    reports no draft counts. A baseline drafted nothing."""
+    if rows and not any(r.speculative for r in rows):
+        return 0.0, 0.0
+    counts = [(r.metrics.get("spec_draft_tokens"), r.metrics.get("spec_verify_steps")) for r in rows]
+    if not counts or any(t is None or s is None for t, s in counts):
+        return None
+    return sum(float(t) for t, _ in counts), sum(float(s) for _, s in counts)  # type: ignore[arg-type]
+
+
+def _off_range(batch: int, depth: int, mine: Sequence[PointResult], theirs: Sequence[PointResult]) -> str:
+    """A clause where the schedule drafted another depth than its static arm at ``batch``: in closed loop a
+    request that ends leaves its slot empty until the client's next one arrives, and the steps run
+    meanwhile with fewer requests, at the depth of the range below. A schedule whose threshold sits at
+    the serving batch pays that depth there, as it would deployed."""
+    ours, static = _drafted(mine), _drafted(theirs)
+    if ours is None or static is None or not ours[1]:
+        return ""
+    per, base = ours[0] / ours[1], (static[0] / static[1] if static[1] else 0.0)
+    if base and abs(per - base) <= OFF_RANGE * base:
+        return ""
+    than = f"static depth {depth}'s {base:.2f}" if base else f"none (the schedule drafts nothing at batch {batch})"
+    return (
+        f"; it drafted {per:.2f} tokens per draft against {than}: some steps ran with fewer requests than "
+        f"{batch} (a request ended before its replacement arrived) and drafted the depth of their range"
+    )
 
 
 def _ranges(value: Any) -> Any:

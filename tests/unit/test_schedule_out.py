@@ -135,3 +135,32 @@ def test_depths_whose_windows_took_turns_are_compared_paired(tmp_path):
     assert paired["depths"]["1"]["ratio_to_best"]["method"] == "paired"
     assert unpaired["ties"] == [1, 2] and unpaired["depths"]["1"]["ratio_to_best"]["method"] == "unpaired"
     assert "ratio_to_best" not in paired["depths"]["2"] and "paired" in data["intervals"]
+
+
+def drafting(row: PointResult, tokens: float, steps: float) -> PointResult:
+    row.metrics |= {"spec_draft_tokens": tokens, "spec_verify_steps": steps}
+    return row
+
+
+def test_validation_says_where_steps_drafted_another_ranges_depth(tmp_path):
+    """At batch 9, just above the 8|9 threshold, each request that ends leaves 8 running until its
+    replacement arrives, and those steps draft 5: the line says so, where at batch 16 it does not."""
+    plan = [[1, 8, 5], [9, 16, 1]]
+    rows = [point(b, 0, 100.0) for b in (9, 16)]
+    rows += [drafting(fixed_point(b, 1, 110.0, plan), 1000, 1000) for b in (9, 16)]
+    rows += [drafting(fixed_point(b, 5, 90.0, plan), 4900, 1000) for b in (9, 16)]
+    rows += [drafting(scheduled_point(9, 104.0, plan), 1150, 1000)]
+    rows += [drafting(scheduled_point(16, 110.0, plan), 1003, 1000)]
+    _, (_, at9, at16) = schedule.write(rows, tmp_path)
+    assert at9.startswith("batch 9: the schedule (depth 1) loses the best static depth 1")
+    assert "it drafted 1.15 tokens per draft against static depth 1's 1.00: some steps ran with fewer" in at9
+    assert "drafted" not in at16  # 1.003: the tails both arms share
+
+
+def test_a_range_that_drafts_nothing_says_when_it_drafted(tmp_path):
+    plan = [[1, 4, 3], [5, 16, 0]]
+    rows = [point(b, 0, 100.0) for b in (4, 5)] + [drafting(fixed_point(b, 3, 90.0, plan), 2900, 1000) for b in (4, 5)]
+    rows += [drafting(scheduled_point(4, 90.0, plan), 2900, 1000), drafting(scheduled_point(5, 99.0, plan), 60, 20)]
+    _, (_, at4, at5) = schedule.write(rows, tmp_path)
+    assert "drafted" not in at4
+    assert "it drafted 3.00 tokens per draft against none (the schedule drafts nothing at batch 5)" in at5
