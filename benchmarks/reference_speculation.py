@@ -2,9 +2,9 @@
 
 Drives the engine's own step loop (no HTTP, no engine thread) on the tiny model, like a server at a
 steady batch: ``batch`` greedy requests with random prompts are admitted and prefilled, then
-``--warmup`` steps run untimed and ``--repeats`` windows of ``--steps`` steps are timed. No request
-finishes meanwhile, so every step has the full batch and, as in a server, a new KV length. Printed
-per point:
+``--warmup`` steps run untimed and ``--repeats`` windows of ``--steps`` steps are timed, the drafters'
+engines taking turns window by window. No request finishes meanwhile, so every step has the full
+batch and, as in a server, a new KV length. Printed per point:
 
 - accept length: tokens per row per step over all timed steps (1 without a drafter);
 - host ms/step: a step's wall time as the host sees it, in the median window (a shared machine's
@@ -17,18 +17,24 @@ per point:
   ms means the host is the bottleneck (issue 17: cuDNN attention setup, 26 ms of CPU per call);
 - top host op: the profiled op with the most host time per step (where host ms goes).
 
+With ``--deep K``, a third row per batch, ``deep``: an engine built for K draft tokens whose depth
+schedule drafts ``--k`` at every batch, as a deployed schedule's deep server runs its shallow range
+(issue 23: is a shallow step in a deep server dearer than in a shallow one? its speedup is over none),
+then its step time over the tiny row's, window by window.
+
 Not a test: figures only. The served view (TTFT, TPOT over HTTP) is benchmarks/gpu_table.py.
 
     .venv/bin/python benchmarks/reference_speculation.py [--devices cpu,cuda] [--dtypes float32,bfloat16]
-        [--batches 1,64] [--k 4] [--steps 20] [--repeats 3] [--threads N]
+        [--batches 1,64] [--k 4] [--steps 20] [--repeats 3] [--threads N] [--deep K]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import median
 
 import torch
 from torch.autograd import DeviceType
@@ -41,6 +47,7 @@ from specexp.reference.drafters import ModelDrafter
 from specexp.reference.engine import BatchEngine
 from specexp.reference.model import Llama
 from specexp.reference.request import RequestState
+from specexp.schedule import Schedule
 
 DRAFTERS = ("none", "tiny")
 
@@ -55,14 +62,20 @@ class Point:
 
 
 def engine_at_batch(
-    target: Llama, draft: Llama | None, k: int, batch: int, prompt_len: int, max_tokens: int
+    target: Llama,
+    draft: Llama | None,
+    k: int,
+    batch: int,
+    prompt_len: int,
+    max_tokens: int,
+    schedule: Schedule | None = None,
 ) -> tuple[BatchEngine, list[int]]:
     """An engine with ``batch`` greedy requests admitted and prefilled, and the list its rows emit into.
 
     The KV caches are sized for the whole run up front: their doubling (a copy of every layer's cache,
     once per power of two) would otherwise land in some timed windows and not others."""
     drafter = ModelDrafter(draft, batch) if draft else None
-    engine = BatchEngine(target, drafter, k, batch, 1, EngineMetrics(k if draft else 0))
+    engine = BatchEngine(target, drafter, k, batch, 1, EngineMetrics(k if draft else 0), schedule)
     for cache in (engine.cache, drafter.cache) if drafter else (engine.cache,):
         cache.reserve(prompt_len + max_tokens + k)
     emitted: list[int] = []
@@ -80,28 +93,47 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def measure(
-    target: Llama, draft: Llama | None, k: int, batch: int, args: argparse.Namespace, device: torch.device
-) -> Point:
+@dataclass
+class Arm:
+    """One engine at the batch, its rows' emitted counts and its timed windows' wall times."""
+
+    name: str
+    engine: BatchEngine
+    emitted: list[int]
+    walls: list[float] = field(default_factory=list)
+
+
+def arm(
+    name: str, target: Llama, draft: Llama | None, k: int, batch: int, args: argparse.Namespace, plan: Schedule | None
+) -> Arm:
     steps = args.warmup + args.repeats * args.steps + args.profile_steps
-    engine, emitted = engine_at_batch(target, draft, k, batch, args.prompt_len, 1 + steps * (k + 1))
-    for _ in range(args.warmup):
-        engine._step()
-    sync(device)
-    emitted.clear()
-    walls = []
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        for _ in range(args.steps):
-            engine._step()
+    return Arm(name, *engine_at_batch(target, draft, k, batch, args.prompt_len, 1 + steps * (args.k + 1), plan))
+
+
+def timed(arms: list[Arm], args: argparse.Namespace, device: torch.device) -> None:
+    """Warm every arm up, then time their windows in turns, serpentine (A B | B A | ...): a drift of the
+    machine's speed then lands on every arm alike, and the arms' window ratios are paired."""
+    for a in arms:
+        for _ in range(args.warmup):
+            a.engine._step()
         sync(device)
-        walls.append(time.perf_counter() - start)
-    step_s = sorted(walls)[len(walls) // 2] / args.steps
-    accept_length = sum(emitted) / (batch * args.repeats * args.steps)
+        a.emitted.clear()
+    for w in range(args.repeats):
+        for a in arms if w % 2 == 0 else arms[::-1]:
+            start = time.perf_counter()
+            for _ in range(args.steps):
+                a.engine._step()
+            sync(device)
+            a.walls.append(time.perf_counter() - start)
+
+
+def point(a: Arm, batch: int, args: argparse.Namespace, device: torch.device) -> Point:
+    step_s = sorted(a.walls)[len(a.walls) // 2] / args.steps
+    accept_length = sum(a.emitted) / (batch * args.repeats * args.steps)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
         for _ in range(args.profile_steps):
-            engine._step()
+            a.engine._step()
         sync(device)
     ops = prof.key_averages()
     device_ms = None
@@ -126,6 +158,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="timed windows; the median is reported")
     ap.add_argument("--profile-steps", type=int, default=3)
     ap.add_argument("--threads", type=int, help="torch threads (default: torch's)")
+    ap.add_argument("--deep", type=int, help="also an engine built for this many draft tokens, scheduled to draft --k")
     ap.add_argument("--outputs", type=Path, default=Path("outputs"))
     args = ap.parse_args()
     if args.threads:
@@ -148,15 +181,30 @@ def main() -> None:
                 target = Llama(tiny.target, dtype, device, max_len)
                 draft = Llama(tiny.draft, dtype, device, max_len)
                 for batch in batches:
+                    arms = [
+                        arm(name, target, draft if name == "tiny" else None, args.k, batch, args, None)
+                        for name in DRAFTERS
+                    ]
+                    if args.deep:
+                        arms.append(arm("deep", target, draft, args.deep, batch, args, Schedule(((1, batch, args.k),))))
+                    timed(arms, args, device)
                     base = None
-                    for name in DRAFTERS:
-                        p = measure(target, draft if name == "tiny" else None, args.k, batch, args, device)
+                    for a in arms:
+                        p = point(a, batch, args, device)
                         base = base or p.tok_s
-                        speedup = f"x{p.tok_s / base:.2f}" if name != "none" else "-"
+                        speedup = f"x{p.tok_s / base:.2f}" if a.name != "none" else "-"
                         dev = f"{p.device_ms:.2f}" if p.device_ms is not None else "-"
                         print(
-                            f"{device_name:>6} {dtype_name:>8} {batch:>5} {name:>7} {p.tok_s:>9.1f} {speedup:>7} "
+                            f"{device_name:>6} {dtype_name:>8} {batch:>5} {a.name:>7} {p.tok_s:>9.1f} {speedup:>7} "
                             f"{p.accept_length:>7.2f} {p.host_ms:>8.2f} {dev:>9}  {p.top_op}",
+                            flush=True,
+                        )
+                    if args.deep:
+                        tiny_arm, deep_arm = arms[1], arms[2]
+                        r = [d / t for d, t in zip(deep_arm.walls, tiny_arm.walls, strict=True)]
+                        print(
+                            f"{'':>22}deep/tiny step time, window by window: median {median(r):.3f} "
+                            f"(range {min(r):.3f}-{max(r):.3f}, {len(r)} windows)",
                             flush=True,
                         )
 
