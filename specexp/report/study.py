@@ -4,8 +4,11 @@ tuner's closing lines and ``python -m specexp.report`` on a study say the same t
 A configuration the sampler suggested more than once is one arm, not several trials: the windows of
 all its measurements are pooled into one estimate (its mean and standard error over every window,
 recovered exactly from each measurement's mean, half-width and window count). The best arm is the
-one whose 95% interval's conservative end is best; every arm whose interval overlaps the best one's
-is named with it, because the study cannot tell them apart.
+one whose 95% interval's conservative end is best; every arm whose ratio to the best has a 95%
+interval holding 1 is named with it, because the study cannot tell them apart. That ratio is the one
+the schedule (specexp.report.schedule) and the verdict judge by (stats.ratio: trials are separate
+launches, so unpaired; stats.side on its draws), so the study's best line and the schedule beneath it
+name the same ties.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specexp.console import fmt
-from specexp.metrics.stats import Estimate, from_interval
+from specexp.metrics.stats import Estimate, from_interval, ratio, side
 from specexp.result import PointResult
 
 
@@ -83,7 +86,13 @@ def surely(e: Estimate, maximize: bool) -> float:
 
 
 def apart(a: Estimate, b: Estimate) -> bool:
-    """Whether two 95% intervals do not overlap: the study can tell the two arms apart."""
+    """Whether the study can tell two arms apart: the 95% interval of their ratio excludes 1 (an arm
+    measured in one window has no interval: it cannot be told apart). An objective that is not
+    positive has no ratio: there, whether their 95% intervals do not overlap."""
+    if not (a.known and b.known):
+        return False
+    if a.value > 0 and b.value > 0:
+        return side(ratio(a, b)) != 0
     return abs(a.value - b.value) > a.half + b.half
 
 

@@ -110,3 +110,26 @@ def test_the_depth_plot_has_a_panel_per_batch_and_joins_each_depths_best(tmp_pat
         ax.get_title(): [list(x.get_ydata()) for x in ax.get_lines() if x.get_linestyle() == "--"] for ax in fig.axes
     }
     assert dashed == {"batch 1": [], "batch 16": [[850.0, 850.0]]}  # each batch's own drafter=none, if measured
+
+
+def test_the_best_line_names_the_ties_the_schedule_names() -> None:
+    """One interval engine: intervals that overlap (982.7 ± 40.9 and 887.8 ± 59.7, 8 windows each, as a
+    study measured depth 3 and 1 at batch 4) can still have a ratio told from 1, and the study's best line
+    must not call them indistinguishable while the schedule built from the same points calls depth 3 best."""
+    from specexp.report import schedule
+
+    def arm(trial: int, steps: int, value: float, half: float) -> PointResult:
+        row = point(trial, steps, [value])
+        row.metrics |= {"output_throughput_ci95": half, "windows": 8}
+        row.params |= {"engine.name": "torch", "drafter.name": "tiny", "drafter.topk": 1}
+        return row
+
+    near = [arm(0, 3, 982.7, 40.9), arm(1, 1, 887.8, 59.7), arm(2, 2, 960.0, 50.0)]
+    other = [arm(3, 3, 500.0, 5.0), arm(4, 1, 400.0, 5.0), arm(5, 2, 450.0, 5.0)]
+    for row in other:
+        row.batch = 8
+        row.params["batch"] = 8
+    data = schedule.build(near + other, "output_throughput", maximize=True)
+    assert data["per_batch"]["4"]["ties"] == [2, 3]
+    (line, _) = best_per_batch(near + other, ["drafter.num_steps"], "output_throughput", maximize=True)
+    assert line.endswith("no single best: indistinguishable at 95% from drafter.num_steps=2 (trial 2)")
