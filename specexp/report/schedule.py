@@ -213,6 +213,7 @@ def build(rows: Sequence[PointResult], objective: str, maximize: bool) -> dict[s
     table = judged(rows, objective, maximize)
     if len(table) < 2 or not any(len(v.estimates) > 1 for v in table.values()):
         return None
+    launches = min(len(rs) for by in arms(rows, objective).values() for rs in by.values())
     bests = list(table.values())
     ranges = merge(bests, maximize)
     schedule = Schedule(tuple((r.first, r.last, r.depth) for r in ranges))
@@ -226,6 +227,7 @@ def build(rows: Sequence[PointResult], objective: str, maximize: bool) -> dict[s
         "model": spec.model if spec else "",
         "drafter": spec.drafter if spec else "",
         "intervals": HOW,
+        "launches": launches,  # the fewest server launches behind one depth at one batch
         "ranges": [
             {
                 "batch_from": r.first,
@@ -280,6 +282,8 @@ def lines(data: dict[str, Any], path: Path) -> list[str]:
         gap = f"; batch {','.join(map(str, r['not_measured']))} not measured" if r["not_measured"] else ""
         shown.append(f"{span}: depth {r['depth']} ({r['basis']}{gap})")
     head = f"depth schedule for {data['objective']} ({path}): " + " | ".join(shown)
+    if data.get("launches") == 1:
+        head += f" ({ONE_LAUNCH})"
     if data["override"] is None:
         return [head, "speculation pays at no measured batch: serve drafter=none (no schedule to deploy)"]
     vllm = json.dumps(data["vllm"], separators=(",", ":"))
@@ -320,6 +324,11 @@ def add_to(
     return metrics, [*files, *more_files], [*answer, *more_lines]
 
 
+# a depth measured on one server launch: its windows' interval holds none of the launches' spread
+ONE_LAUNCH = (
+    "each depth measured on one server launch: the spread between launches, a few percent on a shared "
+    "machine, is not in these intervals; +sweep=validate_schedule with repeats=3 measures it"
+)
 # what a difference between the schedule and a static arm of its own depth can be, and how to tell
 AA_DIFFERENCE = (
     "the schedule's own machinery, or the two servers' speeds differing launch to launch by more than their "

@@ -65,6 +65,9 @@ def test_written_schedule_deploys(tmp_path, make_config):
     cfg = make_config("drafter=tiny", "batch=16", f"drafter.schedule={files[0]}")
     assert cfg.drafter.schedule == [[1, 4, 3], [5, 16, 1]]
     assert lines[1].startswith("use it: drafter.schedule=[[1,4,3],[5,16,1]]")
+    assert lines[0].endswith(f" ({schedule.ONE_LAUNCH})")  # one point per depth and batch: one launch each
+    relaunched = schedule.build(rows() + rows(), "output_throughput", maximize=True)  # as repeats=2 records
+    assert relaunched["launches"] == 2 and schedule.ONE_LAUNCH not in schedule.lines(relaunched, files[0])[0]
     assert json.loads(lines[2].split("--speculative-config ", 1)[1])["num_speculative_tokens_per_batch_size"]
 
 
