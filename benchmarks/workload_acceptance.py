@@ -186,12 +186,12 @@ def main() -> None:
         looped = loops[workload]
         split = f"{rate(counts[looped]):.3f} ({looped.sum()}) / {rate(counts[~looped]):.3f} ({(~looped).sum()})"
         print(f"  {workload:<38} {split}")
-    random = alone["random ids"]
+    randoms = [w for w in asked if w.startswith("random ids")]
     for code in ("code: held-out stdlib", "code: humaneval"):
-        if code in asked:
-            diff, lo, hi = difference(alone[code], random)
+        for random in randoms if code in asked else ():
+            diff, lo, hi = difference(alone[code], alone[random])
             print(
-                f"\ntiny_trained_eagle3 (TTT 5): accept rate on {code} - random ids = {diff:+.3f}"
+                f"\ntiny_trained_eagle3 (TTT 5): accept rate on {code} - {random} = {diff:+.3f}"
                 f" (95% bootstrap interval over prompts [{lo:+.3f}, {hi:+.3f}])"
             )
     if args.break_even:
