@@ -4,7 +4,11 @@ EOS ignored, the same BatchEngine a server runs). Not a test: figures only.
 
 Workloads: code (HumanEval's prompts as completions; windows of the held-out stdlib modules no build
 trained on), chat (the builtin questions through the chat template) and random token ids (BOS, then
-ids drawn uniformly over the vocabulary, as workload=random draws them over its token_range).
+ids drawn uniformly over the vocabulary, as workload=random draws them over its token_range). With
+``--consecutive-random``, also random ids as vLLM's ``--dataset-name random`` draws them: consecutive
+ids from a random offset, decoded and re-encoded (vllm.benchmarks.datasets.RandomDataset). Each
+workload's table ends with how repetitive the target's greedy outputs are (the share that end in a
+loop, the share of distinct tokens), and the EAGLE-3 head's rate on the outputs that loop and on the rest.
 
 Then the EAGLE-3 head's accept rate on each code workload minus that on random ids, with a 95% interval
 from a bootstrap over prompts (each prompt measured alone, so its drafted and accepted tokens are its
@@ -41,7 +45,7 @@ from specexp.reference.chat import ChatTemplate
 from specexp.reference.offline import measure
 
 
-def workloads(paths: TrainedPaths, n: int, length: int) -> dict[str, list[list[int]]]:
+def workloads(paths: TrainedPaths, n: int, length: int, consecutive: bool = False) -> dict[str, list[list[int]]]:
     tok = Tokenizer.from_file(str(paths.target / "tokenizer.json"))
     chat = ChatTemplate.from_dir(paths.target)
     assert chat is not None
@@ -61,7 +65,31 @@ def workloads(paths: TrainedPaths, n: int, length: int) -> dict[str, list[list[i
     out["random ids"] = [
         [tok.token_to_id("<s>"), *torch.randint(2, vocab, (length - 1,), generator=gen).tolist()] for _ in range(n)
     ]
+    if consecutive:
+        out["random ids (consecutive, vLLM's)"] = consecutive_random(tok, n, length)
     return out
+
+
+def consecutive_random(tok: Tokenizer, n: int, length: int) -> list[list[int]]:
+    """vLLM's random prompts: prompt i is the non-special ids ``(offset_i + i + arange) % count``, the offsets
+    drawn uniformly from a seeded generator; decoded, then encoded again (BOS first) as a server would."""
+    special = {tok.token_to_id("<s>"), tok.token_to_id("</s>")}
+    allowed = np.array([i for i in range(tok.get_vocab_size()) if i not in special])
+    offsets = np.random.default_rng(0).integers(0, tok.get_vocab_size(), n)
+    seqs = [allowed[(int(o) + i + np.arange(length - 1)) % len(allowed)].tolist() for i, o in enumerate(offsets)]
+    return [tok.encode(tok.decode(s)).ids[:length] for s in seqs]
+
+
+def loop_period(tokens: tuple[int, ...], tail: int = 32, longest: int = 16) -> int:
+    """The period (1..``longest``) with which the last ``tail`` tokens repeat, 0 if they do not: a loop."""
+    t = tokens[-tail:]
+    return next((p for p in range(1, longest + 1) if all(t[i] == t[i - p] for i in range(p, len(t)))), 0)
+
+
+def rate(counts: np.ndarray) -> float:
+    """Accepted over drafted tokens of per-prompt [accepted, drafted] rows."""
+    total = counts.sum(0)
+    return float(total[0] / total[1]) if total[1] else float("nan")
 
 
 def per_prompt(paths: TrainedPaths, prompts: list[list[int]], output_len: int, k: int) -> np.ndarray:
@@ -125,6 +153,7 @@ def main() -> None:
     p.add_argument("--output-len", type=int, default=64, help="tokens generated per prompt (default: %(default)s)")
     p.add_argument("--k", type=int, default=5, help="draft tokens per step (default: %(default)s)")
     p.add_argument("--batch", type=int, default=8, help="running requests (default: %(default)s)")
+    p.add_argument("--consecutive-random", action="store_true", help="also vLLM's random ids (consecutive)")
     p.add_argument("--break-even", action="store_true", help="also time each drafter's break-even batch")
     p.add_argument("--batches", default="1,2,4,8,16", help="break-even: running requests (default: %(default)s)")
     args = p.parse_args()
@@ -138,7 +167,8 @@ def main() -> None:
         "tiny_trained_eagle3_small (1/4 data)": (paths.eagle3_small, "eagle3"),
     }
     header = "  ".join(f"pos{i + 1:<2}" for i in range(args.k))
-    asked = workloads(paths, args.prompts, args.prompt_len)
+    asked = workloads(paths, args.prompts, args.prompt_len, args.consecutive_random)
+    loops = {}
     for workload, prompts in asked.items():
         print(f"\n{workload} ({len(prompts)} prompts, mean {sum(map(len, prompts)) / len(prompts):.0f} tokens)")
         print(f"  {'drafter':<38} accept rate  accept len  {header}")
@@ -146,12 +176,22 @@ def main() -> None:
             a = measure(paths.target, prompts, args.output_len, path, method, args.k, args.batch)
             per_pos = "  ".join(f"{r:.3f}" for r in a.position_rates())
             print(f"  {name:<38} {a.rate:>11.3f}  {a.length:>10.2f}  {per_pos}", flush=True)
-    random = per_prompt(paths, asked["random ids"], args.output_len, args.k)
+        loops[workload] = np.array([loop_period(o) > 0 for o in a.outputs])
+        distinct = np.mean([len(set(o)) / len(o) for o in a.outputs])
+        print(f"  target's outputs: {loops[workload].mean():.0%} end in a loop (last 32 tokens periodic, period <= 16)")
+        print(f"  and {distinct:.0%} of their tokens are distinct (mean per output)")
+    alone = {w: per_prompt(paths, prompts, args.output_len, args.k) for w, prompts in asked.items()}
+    print("\ntiny_trained_eagle3 (TTT 5), each prompt alone: accept rate on the outputs that loop / that do not")
+    for workload, counts in alone.items():
+        looped = loops[workload]
+        split = f"{rate(counts[looped]):.3f} ({looped.sum()}) / {rate(counts[~looped]):.3f} ({(~looped).sum()})"
+        print(f"  {workload:<38} {split}")
+    randoms = [w for w in asked if w.startswith("random ids")]
     for code in ("code: held-out stdlib", "code: humaneval"):
-        if code in asked:
-            diff, lo, hi = difference(per_prompt(paths, asked[code], args.output_len, args.k), random)
+        for random in randoms if code in asked else ():
+            diff, lo, hi = difference(alone[code], alone[random])
             print(
-                f"\ntiny_trained_eagle3 (TTT 5): accept rate on {code} - random ids = {diff:+.3f}"
+                f"\ntiny_trained_eagle3 (TTT 5): accept rate on {code} - {random} = {diff:+.3f}"
                 f" (95% bootstrap interval over prompts [{lo:+.3f}, {hi:+.3f}])"
             )
     if args.break_even:
