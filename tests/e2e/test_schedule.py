@@ -65,3 +65,14 @@ def test_validate_schedule_runs_each_arm_and_judges_the_schedule(specexp, tmp_pa
     assert "schedule drafter.schedule=[[1,1,2],[2,2,1]] against the best static depth:" in verdict
     assert "batch 1: the schedule (depth 2)" in verdict and "batch 2: the schedule (depth 1)" in verdict
     assert re.search(r"batch 1: .* ratio [0-9.]+ \[[0-9.]+, [0-9.]+\] (un)?paired, ", verdict), verdict
+    # at batch 2 a request that ends leaves one running until its replacement arrives: those steps
+    # draft the depth of batch 1's range (2), which the static depth-1 arm never does
+    per_draft = {
+        str(p["params"].get("drafter.fixed_depth")): p["metrics"]["spec_draft_tokens"]
+        / p["metrics"]["spec_verify_steps"]
+        for p in points
+        if p["params"]["batch"] == 2 and p["params"]["drafter.name"] == "tiny"
+    }
+    assert per_draft["1"] <= 1.0 < 1.02 * per_draft["1"] < per_draft["None"], per_draft
+    (at2,) = [line for line in verdict.splitlines() if line.startswith("batch 2: the schedule")]
+    assert f"it drafted {per_draft['None']:.2f} tokens per draft against static depth 1's" in at2, at2
