@@ -87,12 +87,14 @@ def surely(e: Estimate, maximize: bool) -> float:
 
 def apart(a: Estimate, b: Estimate) -> bool:
     """Whether the study can tell two arms apart: the 95% interval of their ratio excludes 1 (an arm
-    measured in one window has no interval: it cannot be told apart). An objective that is not
-    positive has no ratio: there, whether their 95% intervals do not overlap."""
+    measured in one window has no interval: it cannot be told apart). Two exact objectives (windows
+    that agree, no spread) differ or not. An objective that is not positive has no ratio: there,
+    whether their 95% intervals do not overlap."""
     if not (a.known and b.known):
         return False
-    if a.value > 0 and b.value > 0:
-        return side(ratio(a, b)) != 0
+    r = ratio(a, b) if a.value > 0 and b.value > 0 else None
+    if r is not None and r.known:
+        return side(r) != 0
     return abs(a.value - b.value) > a.half + b.half
 
 

@@ -133,3 +133,12 @@ def test_the_best_line_names_the_ties_the_schedule_names() -> None:
     assert data["per_batch"]["4"]["ties"] == [2, 3]
     (line, _) = best_per_batch(near + other, ["drafter.num_steps"], "output_throughput", maximize=True)
     assert line.endswith("no single best: indistinguishable at 95% from drafter.num_steps=2 (trial 2)")
+
+
+def test_exact_objectives_tie_when_equal_and_differ_otherwise() -> None:
+    from specexp.report.study import apart
+
+    exact = from_interval(2.5, 0.0, 3)  # windows that agree exactly: no spread, no ratio interval
+    assert not apart(exact, from_interval(2.5, 0.0, 3))
+    assert apart(exact, from_interval(3.0, 0.0, 3))
+    assert not apart(from_interval(100.0, 5.0, 1), from_interval(200.0, 5.0, 3))  # one window: no interval
