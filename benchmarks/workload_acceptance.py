@@ -103,8 +103,7 @@ def difference(code: np.ndarray, random: np.ndarray) -> tuple[float, float, floa
     bootstrap interval: the two workloads' prompts resampled independently, 2000 times, seeded."""
 
     def stat(i: np.ndarray, j: np.ndarray) -> float:
-        c, r = code[i.astype(int)].sum(0), random[j.astype(int)].sum(0)
-        return c[0] / c[1] - r[0] / r[1]
+        return rate(code[i.astype(int)]) - rate(random[j.astype(int)])
 
     idx = (np.arange(len(code), dtype=float), np.arange(len(random), dtype=float))
     ci = bootstrap(idx, stat, vectorized=False, n_resamples=2000, rng=np.random.default_rng(0)).confidence_interval
