@@ -166,12 +166,14 @@ class LaunchingSweeper(Sweeper):
                 run.pending = in_order()
                 run.update()
         finally:  # an interrupt: what the groups not yet back have left so far (their jobs may go on)
-            for i, group in enumerate(groups):
-                if i not in done:
-                    done[i] = so_far(group, run.sweep_dir, self.settings, "the sweep was interrupted first")
-            results = in_order()
-            run.results += results
-            run.pending = []
+            # part of the record: a second Ctrl-C meanwhile must not lose the points already measured
+            with signals.deferred(reraise=sys.exc_info()[1] is None):
+                for i, group in enumerate(groups):
+                    if i not in done:
+                        done[i] = so_far(group, run.sweep_dir, self.settings, "the sweep was interrupted first")
+                results = in_order()
+                run.results += results
+                run.pending = []
         return results
 
     def launcher_for(self, gpus: int) -> Launcher:
