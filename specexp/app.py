@@ -165,6 +165,7 @@ def main() -> None:
     try:
         _hydra_main()
     except KeyboardInterrupt as exc:  # the record is complete: one line, no traceback
+        signals.settled()
         console.print(str(exc) or "interrupted", soft_wrap=True, markup=False)
         raise SystemExit(signals.EXIT_CODE) from None
     except INPUT_ERRORS as exc:  # the command line: a bad value, option or syntax

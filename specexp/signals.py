@@ -44,3 +44,9 @@ def deferred(reraise: bool = True) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if pending and reraise:
         raise KeyboardInterrupt
+
+
+def settled() -> None:
+    """The record is complete and the exit code decided (130): a Ctrl-C from now on, while the
+    interpreter shuts down (MLflow's and torch's exit hooks), changes nothing. Main thread only."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -32,3 +32,25 @@ def test_ctrl_c_says_what_was_kept_in_one_line_and_exits_130(ws, second_after_s)
     ws.no_engine_left()
     assert parent_of(ws).info.status == "KILLED"
     assert "RUNNING" not in {r.info.status for r in ws.runs()}
+
+
+def test_ctrl_c_held_down_after_the_line_still_exits_130(ws) -> None:
+    """Found by CI: a Ctrl-C once the line was said, while the interpreter shut down (MLflow's and
+    the threads' exit hooks), killed specexp by SIGINT (exit -2) instead of its 130."""
+    with ws.started("drafter=none", "workload.num_prompts=20", "workload.output_len=32") as proc:
+        wait_for(lambda: list(ws.outputs.glob("runs/*/server.json")), 300, "the point", proc)
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        said = []
+        for line in proc.stdout:  # what it says until its one line on what was kept
+            said.append(line)
+            if line.startswith("interrupted:"):
+                break
+        while proc.poll() is None:  # Ctrl-C held down until it has exited
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.005)
+        said += proc.stdout.readlines()
+    out = "".join(said)
+    assert proc.returncode == 130, out[-3000:]
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
+    ws.no_engine_left()
