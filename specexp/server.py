@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from specexp import secrets
+from specexp import secrets, signals
 from specexp.engines.base import Command
 
 
@@ -361,9 +361,13 @@ class _Pool:
         self._stop(self.servers.pop(next(iter(self.servers))))
 
     @staticmethod
-    def _stop(server: Server) -> None:
-        if server.process is not None:
-            terminate(server.process)
+    def _stop(server: Server, grace_s: float = 10.0) -> None:
+        """Stop a server taken out of the pool. Nothing else would stop it or scrub its log after
+        this, so a Ctrl-C meanwhile is held until both are done."""
+        if server.process is None:
+            return
+        with signals.deferred(reraise=sys.exc_info()[1] is None):
+            terminate(server.process, grace_s)
             if server.log_path is not None:
                 secrets.scrub_file(server.log_path)
 
@@ -419,10 +423,7 @@ def discard(server: Server) -> None:
     with _pool._lock:
         if _pool.servers.get(server.key) is server:
             del _pool.servers[server.key]
-    if server.process is not None:
-        terminate(server.process, grace_s=0)
-        if server.log_path is not None:
-            secrets.scrub_file(server.log_path)
+    _Pool._stop(server, grace_s=0)
 
 
 @contextlib.contextmanager
