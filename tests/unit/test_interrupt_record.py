@@ -16,6 +16,7 @@ from specexp.sweep.modes import OrderedSweeper
 from specexp.sweep.plan import Job
 
 
+@pytest.mark.usefixtures("sigint_handled")
 def test_a_second_ctrl_c_while_collecting_keeps_every_point(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "0").mkdir()
     done = PointResult.from_params("ok", {"batch": 1})
@@ -38,12 +39,8 @@ def test_a_second_ctrl_c_while_collecting_keeps_every_point(tmp_path: Path, monk
 
     sweeper._dispatch = interrupted
     sweeper.settings = settings
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal leaves it
-    try:
-        run = SweepRun("abc", tmp_path)
-        with pytest.raises(KeyboardInterrupt):
-            sweeper.launch(run, [Job([], None, "key", "")] * 3)  # type: ignore[arg-type]
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    run = SweepRun("abc", tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        sweeper.launch(run, [Job([], None, "key", "")] * 3)  # type: ignore[arg-type]
     assert [(r.status, r.batch) for r in run.points()] == [("ok", 1), ("interrupted", 2), ("interrupted", 3)]
     assert interrupt_line(run).startswith(f"interrupted: 1 of 3 points kept in {tmp_path}; ")

@@ -15,6 +15,7 @@ from specexp import secrets, server
 SECRET = "hf_secret_value_for_this_test_0123"
 
 
+@pytest.mark.usefixtures("sigint_handled")
 def test_a_ctrl_c_during_a_servers_stop_still_stops_it_and_scrubs_its_log(tmp_path: Path, monkeypatch) -> None:
     log = tmp_path / "server.log"
     log.write_text(f"loaded with token {SECRET}\n")
@@ -29,12 +30,10 @@ def test_a_ctrl_c_during_a_servers_stop_still_stops_it_and_scrubs_its_log(tmp_pa
     monkeypatch.setattr(server, "terminate", interrupted_terminate)
     pool = server._Pool()
     pool.servers["key"] = server.Server("key", "http://127.0.0.1:1", engine, log, 0.0, None)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal leaves it
     try:
         with pytest.raises(KeyboardInterrupt):  # said once the server is down
             pool.stop()
     finally:
-        signal.signal(signal.SIGINT, previous)
         alive = engine.poll() is None
         engine.kill()
         engine.wait()
