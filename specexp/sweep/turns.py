@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
+from specexp import signals
+
 T = TypeVar("T")
 
 RECORD_S = 10.0  # how long the interrupted arm gets to record itself before its server is stopped
@@ -170,16 +172,17 @@ def side_by_side(
             while not done.wait(timeout=0.5):  # a timed wait lets SIGINT and SIGTERM reach this thread
                 pass
     except BaseException:
-        holder = turns.holder
-        turns.cancel()
-        for t, done in zip(threads, ended, strict=True):
-            if t.ident is None:  # interrupted before it started: nothing to wait for
-                done.set()
-        if holder is not None and not ended[holder].is_set():
-            turns.interrupt(holder, threads[holder])
-            ended[holder].wait(RECORD_S)
-        on_interrupt()
-        for done in ended:
-            done.wait(JOIN_AFTER_INTERRUPT_S)
+        with signals.deferred(reraise=False):  # the arms' records and the servers' stop: Ctrl-C again is held
+            holder = turns.holder
+            turns.cancel()
+            for t, done in zip(threads, ended, strict=True):
+                if t.ident is None:  # interrupted before it started: nothing to wait for
+                    done.set()
+            if holder is not None and not ended[holder].is_set():
+                turns.interrupt(holder, threads[holder])
+                ended[holder].wait(RECORD_S)
+            on_interrupt()
+            for done in ended:
+                done.wait(JOIN_AFTER_INTERRUPT_S)
         raise
     return outcomes

@@ -157,3 +157,30 @@ def test_an_arm_recording_its_point_is_let_finish() -> None:
     with pytest.raises(KeyboardInterrupt):
         side_by_side([arm("B", 1, log), recording], on_interrupt=lambda: log.append("servers stopped"))
     assert log == ["B start", "A0", "A recorded", "servers stopped"]  # B's window never came
+
+
+@pytest.mark.usefixtures("sigint_handled")
+def test_a_second_interrupt_while_the_arm_records_still_stops_the_servers_after_it() -> None:
+    """Ctrl-C twice: the second, while the main thread waits for the interrupted arm's record, used
+    to skip the wait and the servers' stop (on_interrupt)."""
+    log: list[str] = []
+
+    def measuring(turn):
+        try:
+            with turn():
+                for _ in range(1000):  # short sleeps: the interrupt reaches a thread between them
+                    time.sleep(0.01)
+        except KeyboardInterrupt:
+            _thread.interrupt_main()  # Ctrl-C again while this arm writes its results
+            time.sleep(0.5)
+            log.append("A recorded interrupted")
+            raise
+
+    def interrupt_soon() -> None:
+        time.sleep(0.3)
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt_soon, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        side_by_side([measuring, arm("B", 1, log)], on_interrupt=lambda: log.append("servers stopped"))
+    assert log[-2:] == ["A recorded interrupted", "servers stopped"]  # B measured its one window first
