@@ -21,14 +21,15 @@ class Interrupted(KeyboardInterrupt):
 def deferred(reraise: bool = True) -> Iterator[None]:
     """Hold SIGINT while the block records what must not be cut short; a Ctrl-C that came meanwhile
     is raised as the block ends (``reraise``, when nothing else is on its way up; not while an
-    interrupt is being handled already). Only the main thread gets signals; elsewhere, or where
-    SIGINT is ignored, the block runs as it is."""
+    interrupt is being handled already). Inside another such block it is that block's to raise, as
+    it ends. Only the main thread gets signals; elsewhere, or where SIGINT is ignored, the block
+    runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = signal.getsignal(signal.SIGINT)
-    if previous in (signal.SIG_IGN, None):
-        yield
+    if previous in (signal.SIG_IGN, None) or getattr(previous, "holding", False):
+        yield  # ignored, or an enclosing block holds Ctrl-C already: that block decides when it ends
         return
     pending: list[int] = []
 
@@ -37,6 +38,7 @@ def deferred(reraise: bool = True) -> Iterator[None]:
             print("interrupted again: finishing the record first (a few seconds)", file=sys.stderr, flush=True)
         pending.append(signum)
 
+    hold.holding = True  # type: ignore[attr-defined]
     signal.signal(signal.SIGINT, hold)
     try:
         yield
