@@ -25,9 +25,9 @@ def test_a_second_ctrl_c_while_collecting_keeps_every_point(tmp_path: Path, monk
     monkeypatch.setattr(base, "form_groups", lambda jobs, first_point, first_group: [group])
     sweeper = object.__new__(OrderedSweeper)  # launch() as every sweeper has it
 
-    def interrupted(run: SweepRun, groups: list[Group]):
+    def interrupted(run: SweepRun, groups: list[Group]):  # _dispatch: the first Ctrl-C, as the group runs
         raise KeyboardInterrupt
-        yield
+        yield  # a generator, as _dispatch is
 
     calls: list[list[str]] = []
 
