@@ -29,6 +29,16 @@ def arm(name: str, windows: int, log: list[str], fail_at: int | None = None):
     return work
 
 
+def interrupt_main_after(seconds: float) -> None:
+    """Ctrl-C to the main thread (which runs side_by_side) ``seconds`` from now."""
+
+    def interrupt() -> None:
+        time.sleep(seconds)
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+
+
 def windows(log: list[str]) -> list[str]:
     return [e for e in log if " " not in e]
 
@@ -105,11 +115,7 @@ def test_an_interrupt_reaches_arms_waiting_for_their_turn() -> None:
         with turn():
             log.append("B measured")  # never: B's go comes after A's window, which the interrupt ends
 
-    def interrupt_soon() -> None:
-        time.sleep(0.2)
-        _thread.interrupt_main()
-
-    threading.Thread(target=interrupt_soon, daemon=True).start()
+    interrupt_main_after(0.2)
     with pytest.raises(KeyboardInterrupt):
         side_by_side([waiting, slow], on_interrupt=stopped.set)  # the last to start measures first
     assert stopped.is_set() and log == []
@@ -129,11 +135,7 @@ def test_an_interrupt_reaches_the_arm_holding_the_machine_outside_a_window() -> 
             log.append("A recorded interrupted")
             raise
 
-    def interrupt_soon() -> None:
-        time.sleep(0.3)
-        _thread.interrupt_main()
-
-    threading.Thread(target=interrupt_soon, daemon=True).start()
+    interrupt_main_after(0.3)
     with pytest.raises(KeyboardInterrupt):
         side_by_side([warming_up, arm("B", 1, log)], on_interrupt=lambda: log.append("servers stopped"))
     assert log == ["A recorded interrupted", "servers stopped"]  # the arm first, then the teardown
@@ -176,11 +178,7 @@ def test_a_second_interrupt_while_the_arm_records_still_stops_the_servers_after_
             log.append("A recorded interrupted")
             raise
 
-    def interrupt_soon() -> None:
-        time.sleep(0.3)
-        _thread.interrupt_main()
-
-    threading.Thread(target=interrupt_soon, daemon=True).start()
+    interrupt_main_after(0.3)
     with pytest.raises(KeyboardInterrupt):
         side_by_side([measuring, arm("B", 1, log)], on_interrupt=lambda: log.append("servers stopped"))
     assert log[-2:] == ["A recorded interrupted", "servers stopped"]  # B measured its one window first
