@@ -35,8 +35,8 @@ def test_ctrl_c_says_what_was_kept_in_one_line_and_exits_130(ws, second_after_s)
 
 
 def test_ctrl_c_held_down_after_the_line_still_exits_130(ws) -> None:
-    """Found by CI: a Ctrl-C once the line was said, while the interpreter shut down (MLflow's and
-    the threads' exit hooks), killed specexp by SIGINT (exit -2) instead of its 130."""
+    """Found running the test above here: a Ctrl-C once the line was said, while the interpreter
+    shut down (torch's and MLflow's exit hooks), killed specexp by SIGINT (exit -2) instead of 130."""
     with ws.started("drafter=none", "workload.num_prompts=20", "workload.output_len=32") as proc:
         wait_for(lambda: list(ws.outputs.glob("runs/*/server.json")), 300, "the point", proc)
         time.sleep(1)
