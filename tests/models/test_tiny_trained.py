@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
+import torch
 from safetensors import safe_open
 
 from specexp.models import corpus
 from specexp.models.tiny import CORPUS, ensure_tiny
-from specexp.models.tiny_trained import HEADS, TrainedRecipe, ensure_tiny_trained, recipe_hash
+from specexp.models.tiny_trained import HEADS, TrainedRecipe, ensure_tiny_trained, recipe_hash, with_noise
 
 
 def test_the_recipe_and_both_texts_name_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -25,6 +27,29 @@ def test_the_recipe_and_both_texts_name_the_build(monkeypatch: pytest.MonkeyPatc
 def test_the_held_out_slice_is_kept_out_of_training() -> None:
     assert not set(CORPUS) & set(corpus.HELD_OUT)
     assert len(corpus.files(corpus.HELD_OUT)) == len(corpus.HELD_OUT)
+
+
+def split(stream: torch.Tensor, eos: int) -> list[tuple[int, ...]]:
+    ends = (stream == eos).nonzero().flatten().tolist()
+    return [tuple(stream[a + 1 : b + 1].tolist()) for a, b in pairwise([-1, *ends])]
+
+
+def test_the_targets_stream_is_the_corpus_and_a_tenth_as_much_uniform_noise_in_whole_documents() -> None:
+    bos, eos, r = 0, 1, TrainedRecipe()
+    gen = torch.Generator().manual_seed(5)
+    docs = [torch.tensor([bos, *torch.randint(2, 50, (n,), generator=gen).tolist(), eos]) for n in range(400, 3000, 13)]
+    stream = with_noise(docs, r, bos, eos)
+    corpus, parts = [tuple(d.tolist()) for d in docs], split(stream, eos)
+    known = set(corpus)
+    kept, noise = [d for d in parts if d in known], [d for d in parts if d not in known]
+    assert sorted(kept) == sorted(corpus) and kept != corpus  # every module, whole, once; shuffled
+    total = sum(map(len, corpus))
+    assert r.noise_fraction * total <= sum(map(len, noise)) < r.noise_fraction * total + r.noise_len[1] + 2
+    assert all(d[0] == bos and d[-1] == eos and r.noise_len[0] <= len(d) - 2 <= r.noise_len[1] for d in noise)
+    ids = torch.tensor([i for d in noise for i in d[1:-1]])
+    assert not ({bos, eos} & set(ids.tolist())) and len(set(ids.tolist())) > 0.9 * (r.vocab_size - 2)  # uniform
+    assert torch.equal(stream, with_noise(docs, r, bos, eos))  # seeded
+    assert not torch.equal(stream, with_noise(docs, replace(r, seed=1), bos, eos))
 
 
 def names(folder: Path) -> set[str]:
