@@ -374,7 +374,7 @@ def _places(rows: Sequence[PointResult], indices: Sequence[int], stem: str) -> d
     for (name, ident), places in grouped.items():
         label = f"{stem}.{name}"
         if len(by_drafter[name]) > 1:
-            label += "." + ".".join(v for k, v in _differing(ident, by_drafter[name]))
+            label += "." + ".".join(v for k, v in _distinguishing(ident, by_drafter[name]))
         out[label] = dict(sorted(places.items()))
     return out
 
@@ -449,6 +449,21 @@ def _differing(ident: tuple, others: list[tuple]) -> list[tuple[str, str]]:
         k for k, v in ident if any((k, v) not in other for other in others)
     }
     return [(k, v) for k, v in ident if k in keys]
+
+
+def _named(settings: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Of a config group whose ``name`` is among ``settings``, the name alone: ``humaneval``, not also
+    its API, lengths and multi-line prompt format."""
+    groups = {k.removesuffix(".name") for k, _ in settings if k.endswith(".name")}
+    return [(k, v) for k, v in settings if k.endswith(".name") or k.rpartition(".")[0] not in groups]
+
+
+def _distinguishing(ident: tuple, others: list[tuple]) -> list[tuple[str, str]]:
+    """The settings that tell ``ident`` from the drafter's other series, groups by their names where
+    the names alone still tell every series apart."""
+    short = {other: _named(_differing(other, others)) for other in others}
+    unique = len({tuple(v) for v in short.values()}) == len(others)
+    return short[ident] if unique else _differing(ident, others)
 
 
 @dataclass

@@ -87,6 +87,21 @@ def test_two_engines_get_a_crossover_each() -> None:
     assert set(out) == {"crossover_batch.tiny.torch", "crossover_batch.tiny.vllm"}
 
 
+def test_two_workloads_are_told_apart_by_their_names_not_their_prompt_formats() -> None:
+    def on(workload: str, fmt: str) -> list[PointResult]:
+        rows = sweep()
+        for r in rows:
+            r.params |= {"workload.name": workload, "workload.prompt_format": fmt, "workload.api": workload}
+        return rows
+
+    rows = on("humaneval", "Complete the following Python function.\n\n```python\n{prompt}```") + on(
+        "random", "{prompt}"
+    )
+    assert set(apply(rows).crossovers) == {"crossover_batch.tiny.humaneval", "crossover_batch.tiny.random"}
+    rows = on("mine", "a {prompt}") + on("mine", "b {prompt}")  # one name: the settings that differ
+    assert set(apply(rows).crossovers) == {"crossover_batch.tiny.a {prompt}", "crossover_batch.tiny.b {prompt}"}
+
+
 def test_windows_give_speedup_intervals_and_crossover_bounds() -> None:
     analysis = apply(sweep(rel_ci=0.05))  # every mean known to +-5% from 5 windows, no window times: unpaired
     # log of a ratio of two means each +-5%: relative errors in quadrature, Welch's df = 8 here
