@@ -40,9 +40,18 @@ def test_help_and_version_import_no_heavy_library(tmp_path: Path, flag: str) -> 
     assert not heavy, f"{flag} imported {sorted(heavy)}"
 
 
-def test_a_refused_value_imports_no_heavy_library(tmp_path: Path) -> None:
-    proc, heavy, said = start(tmp_path, "batch=0")
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        ("batch=0", "batch: 0 < 1. Fix: use a concurrency of 1 or more, e.g. batch=1,4,8,16 -m"),
+        ("engine=nope", "engine: no option 'nope'. Fix: use one of external, sglang, torch, vllm, vllm_cpu"),
+        ("+workload.num_promts=8", "workload.num_promts: no such setting. Fix: did you mean workload.num_prompts?"),
+        ("resume=latest", "resume: only a sweep can be resumed. Fix: add -m (and the sweep's overrides)"),
+    ],
+)
+def test_a_refused_value_imports_no_heavy_library(tmp_path: Path, override: str, line: str) -> None:
+    proc, heavy, said = start(tmp_path, override)
     assert proc.returncode == 2
-    assert said == ["invalid configuration: batch: 0 < 1. Fix: use a concurrency of 1 or more, e.g. batch=1,4,8,16 -m"]
+    assert said == [f"invalid configuration: {line}"]
     assert "Traceback" not in proc.stdout + proc.stderr
-    assert not heavy, f"batch=0 imported {sorted(heavy)}"
+    assert not heavy, f"{override} imported {sorted(heavy)}"
