@@ -31,6 +31,7 @@ from specexp.report.summary import summary_rows
 
 register()
 help.register_resolvers()
+help.group_lists_on_demand()
 
 
 def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:

@@ -55,3 +55,12 @@ def test_a_refused_value_imports_no_heavy_library(tmp_path: Path, override: str,
     assert said == [f"invalid configuration: {line}"]
     assert "Traceback" not in proc.stdout + proc.stderr
     assert not heavy, f"{override} imported {sorted(heavy)}"
+
+
+def test_hydras_help_still_lists_the_config_groups(tmp_path: Path) -> None:
+    """specexp.help builds Hydra's group lists only for a template that shows them: Hydra's own does."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "specexp", "--hydra-help"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "hydra/sweeper: basic, specexp" in proc.stdout.splitlines()
