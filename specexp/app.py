@@ -23,30 +23,34 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from specexp import checks, help, point, server, signals, tracking
+from specexp import checks, help, server, signals
 from specexp.config import Config, ConfigError
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.console import console, invalid_config_exits, points_table, single_run_notes
 from specexp.report.summary import summary_rows
-from specexp.sweep import runner
-from specexp.tracking import SYNC_HINT, TRACKING_FAILED
 
 register()
 help.register_resolvers()
+help.group_lists_on_demand()
 
 
 def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
     hc = HydraConfig.get()
     single = hc.mode == RunMode.RUN
     job_dir = Path(hc.runtime.output_dir)
-    if not single and runner.is_group(job_dir):
-        return [r.to_json() for r in runner.run_group(job_dir)]
     if single:
         with invalid_config_exits(), leaves_no_folder(job_dir):
             cfg = to_config(raw)
             check_single_run(cfg, job_dir)
-    else:  # another sweeper's job
-        cfg = to_config(raw)
+    # The measuring code (MLflow, aiohttp, SciPy) is imported once there is something to measure:
+    # --help and a refused value are answered without it, in about a second.
+    from specexp import point, tracking
+    from specexp.sweep import runner
+
+    if not single:
+        if runner.is_group(job_dir):
+            return [r.to_json() for r in runner.run_group(job_dir)]
+        cfg = to_config(raw)  # another sweeper's job
     if cfg.dry_run:
         return point.show(cfg, raw).to_json()
     try:
@@ -69,9 +73,9 @@ def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
             console.print(f"[red]point failed[/red]: {result.error}")
             raise SystemExit(1)
         if cfg.tracking.enabled and result.run_id is None:
-            hint = SYNC_HINT.format(folder=job_dir)
+            hint = tracking.SYNC_HINT.format(folder=job_dir)
             console.print(f"[red]not in MLflow[/red]: upload later with {hint}", soft_wrap=True)
-            raise SystemExit(TRACKING_FAILED)
+            raise SystemExit(tracking.TRACKING_FAILED)
     return result.to_json()
 
 
@@ -94,6 +98,8 @@ def check_single_run(cfg: Config, job_dir: Path) -> None:
         raise ConfigError("resume", "only a sweep can be resumed", "add -m (and the sweep's overrides)")
     if cfg.repeats > 1:
         raise ConfigError("repeats", "repeats are server launches, interleaved across a sweep", "add -m")
+    from specexp import point, tracking  # what remains to check needs the measuring code (see task)
+
     if (job_dir / point.RESULTS).exists():
         raise ConfigError(
             "hydra.run.dir", f"{job_dir} already holds a run's results", "leave hydra.run.dir at its default"

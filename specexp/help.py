@@ -9,13 +9,16 @@ not choices, and are not listed.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 import inspect
 import re
 import textwrap
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 
+from hydra._internal.hydra import Hydra
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from specexp.configstore import CONF_DIR, SWEEPS_DIR
@@ -77,6 +80,26 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver(name, resolver, replace=True)
 
 
+class OnDemand:
+    """A help template's value built only if the template shows it: string.Template, which Hydra's
+    help goes through, calls str() on each value it substitutes."""
+
+    def __init__(self, build: Callable[[], str]) -> None:
+        self.build = build
+
+    def __str__(self) -> str:
+        return self.build()
+
+
+def group_lists_on_demand() -> None:
+    """Hydra builds its $APP_CONFIG_GROUPS and $HYDRA_CONFIG_GROUPS lists for any help template, a
+    copy of the config repository per group: 2 of the 3 seconds ``--help`` took. specexp's template
+    lists the groups itself; the lists are built now only for a template that shows them
+    (``--hydra-help``, ``hydra/help=default``). Once per process (specexp.app's import)."""
+    build = Hydra.format_config_groups
+    Hydra.format_config_groups = lambda self, *args, **kwargs: OnDemand(lambda: build(self, *args, **kwargs))
+
+
 # Fields specexp's sweepers set for each job: not for users.
 INTERNAL = {"repeat", "sweep_id", "run_name", "max_batch"}
 
@@ -88,9 +111,8 @@ def field_comments(cls: type) -> dict[str, str]:
     for klass in reversed(cls.__mro__):
         if not dataclasses.is_dataclass(klass):
             continue
-        lines, _ = inspect.getsourcelines(klass)
         above: list[str] = []
-        for line in lines[1:]:
+        for line in class_sources(inspect.getfile(klass))[klass.__qualname__][1:]:
             text = line.strip()
             if text.startswith("#"):
                 above.append(text.lstrip("#").strip())
@@ -101,6 +123,20 @@ def field_comments(cls: type) -> dict[str, str]:
                 out[name] = trailing or " ".join(above) or out.get(name, "")
             above = []
     return out
+
+
+@functools.cache
+def class_sources(path: str) -> dict[str, list[str]]:
+    """The lines of each top-level class of a source file, its decorators first, as
+    inspect.getsourcelines gives them (which parses the whole module again for each class: most of
+    ``--help``'s time)."""
+    text = Path(path).read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    return {
+        node.name: lines[(node.decorator_list or [node])[0].lineno - 1 : node.end_lineno]
+        for node in ast.parse(text).body
+        if isinstance(node, ast.ClassDef)
+    }
 
 
 SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)\.\s")

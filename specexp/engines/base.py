@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
-import aiohttp
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from specexp.config import Config, EngineConfig
 from specexp.engines import counters
 from specexp.metrics.acceptance import AcceptanceCounts
 from specexp.records import RequestRecord
+
+if TYPE_CHECKING:
+    import aiohttp
 
 
 @dataclass(frozen=True)

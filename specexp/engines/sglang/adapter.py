@@ -8,9 +8,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any
 
 from specexp.config import Config, ConfigError, EngineConfig
 from specexp.engines import counters
@@ -30,6 +28,9 @@ from specexp.engines.sglang.versions import (
 )
 from specexp.metrics.acceptance import AcceptanceCounts
 from specexp.records import RequestRecord
+
+if TYPE_CHECKING:
+    import aiohttp
 
 LAUNCH_MODULE = "sglang.launch_server"
 INSTALL_HINT = (
@@ -336,6 +337,8 @@ class SglangEngine(Engine):
         acceptance.observe(event, record)
 
     async def read_counters(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, float] | None:
+        import aiohttp  # loaded by now (http is its session); not on the command line's light path
+
         try:
             found = await counters.scrape(http, f"{base_url}{self.metrics_path}", "sglang:")
         except aiohttp.ClientResponseError:  # 404 without --enable-metrics
