@@ -4,6 +4,8 @@ its API key never written anywhere."""
 import json
 import time
 import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +14,10 @@ from specexp.server import serve_reference as serve
 SECRET = "sk-test-0123456789abcdef"
 
 
-def test_external_endpoint_is_measured_and_left_running(specexp, shared_outputs, tmp_path, monkeypatch) -> None:
+@pytest.fixture(scope="module")
+def remote(shared_outputs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Someone else's endpoint, one for the module (launching it is not what is tested): the tiny
+    target served as remote-tiny, drafting with the tiny draft model; its URL."""
     tiny = shared_outputs / "models" / "tiny"
     args = [
         "--model",
@@ -30,19 +35,23 @@ def test_external_endpoint_is_measured_and_left_running(specexp, shared_outputs,
         "--threads",
         "1",
     ]
+    with serve(args, tmp_path_factory.mktemp("remote") / "server.log") as url:
+        yield url
+
+
+def test_external_endpoint_is_measured_and_left_running(specexp, remote: str, monkeypatch) -> None:
     monkeypatch.setenv("SPECEXP_TEST_KEY", SECRET)
-    with serve(args, tmp_path / "server.log") as url:
-        run = specexp(
-            "engine=external",
-            f"engine.url={url}",
-            "engine.model_name=remote-tiny",
-            "engine.api_key_env=SPECEXP_TEST_KEY",
-            "drafter=none",
-            "batch=2",
-        )
-        assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-        with urllib.request.urlopen(url + "/health") as resp:  # still up: external servers are not ours
-            assert resp.status == 200
+    run = specexp(
+        "engine=external",
+        f"engine.url={remote}",
+        "engine.model_name=remote-tiny",
+        "engine.api_key_env=SPECEXP_TEST_KEY",
+        "drafter=none",
+        "batch=2",
+    )
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    with urllib.request.urlopen(remote + "/health") as resp:  # still up: external servers are not ours
+        assert resp.status == 200
     (logged,) = run.runs()
     m = logged.data.metrics
     tags = logged.data.tags
@@ -80,12 +89,7 @@ def test_an_unreachable_endpoint_fails_in_one_line_within_seconds(specexp) -> No
     assert "Traceback" not in run.proc.stderr
 
 
-def test_a_model_the_endpoint_does_not_serve_is_refused_naming_what_it_serves(
-    specexp, shared_outputs, tmp_path
-) -> None:
-    tiny = shared_outputs / "models" / "tiny" / "target"
-    args = ["--model", str(tiny), "--served-model-name", "remote-tiny", "--max-running-requests", "2"]
-    with serve([*args, "--num-continuous-decode-steps", "1", "--threads", "1"], tmp_path / "server.log") as url:
-        run = specexp("engine=external", f"engine.url={url}", "engine.model_name=other")
+def test_a_model_the_endpoint_does_not_serve_is_refused_naming_what_it_serves(specexp, remote: str) -> None:
+    run = specexp("engine=external", f"engine.url={remote}", "engine.model_name=other")
     assert run.proc.returncode == 2 and "serves remote-tiny, not 'other'" in run.proc.stderr
     assert "engine.model_name=remote-tiny" in run.proc.stderr and "Traceback" not in run.proc.stderr

@@ -79,6 +79,11 @@ def test_single_run_logs_every_metrics_key(specexp) -> None:
     assert any(r["warmup"] and r["window"] is None for r in records)  # warm-up requests are kept, marked
     assert m["server_tpot_ms_mean"] > 0 and m["client_burst_share"] >= 0
     assert m.get("client_server_gap", 0) >= 0 and ("client_server_gap" in m or m["client_burst_share"] > 0.01)
+    # the truth guard: speculation on random token ids (the default workload) is flagged synthetic
+    assert logged.tags["specexp.workload_synthetic"] == "true"
+    warning = "random token ids: the acceptance measured on them does not represent real traffic"
+    assert warning in run.proc.stdout + run.proc.stderr  # Hydra logs to stdout
+    assert not any("." in k for k in m if not k.startswith("crossover"))  # no per-category metrics
     artifacts = {a.path for a in run.mlflow.list_artifacts(runs[0].info.run_id)}
     assert {"config.yaml", "server.json", "server.log", "records.jsonl", "results.json"} <= artifacts
 

@@ -1,5 +1,6 @@
 """Production-like traffic end to end on the reference engine: MT-Bench-style conversations through chat
-with results per category that add up to the totals, and the truth guard on random token ids."""
+with results per category that add up to the totals (the truth guard on random token ids is checked on
+tests/e2e/test_single_run.py's run, speculation on the default random workload)."""
 
 import json
 import subprocess
@@ -78,16 +79,6 @@ def test_per_category_results_add_up_to_the_totals(specexp, mtbench: Path) -> No
     assert report.returncode == 0, report.stderr[-3000:]
     text = report.stdout
     assert "## Per category" in text and all(f"| {c} |" in text for c in ("writing", "coding", "math"))
-
-
-def test_speculation_on_random_ids_is_flagged_synthetic(specexp) -> None:
-    run = specexp("drafter=tiny")
-    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-    (point,) = run.runs()
-    assert point.data.tags["specexp.workload_synthetic"] == "true"
-    warning = "random token ids: the acceptance measured on them does not represent real traffic"
-    assert warning in run.proc.stdout + run.proc.stderr  # Hydra logs to stdout
-    assert not any("." in k for k in point.data.metrics if not k.startswith("crossover"))  # no categories
 
 
 def test_a_malformed_dataset_stops_before_any_server(specexp, tmp_path: Path) -> None:

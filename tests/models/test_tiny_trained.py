@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors import safe_open
+from tokenizers import Tokenizer
 
-from specexp.models import corpus
+from specexp.models import corpus, tiny, tiny_trained
 from specexp.models.tiny import CORPUS, ensure_tiny
 from specexp.models.tiny_trained import HEADS, TrainedRecipe, ensure_tiny_trained, recipe_hash, with_noise
+from specexp.models.train import Windows
 
 
 def test_the_recipe_and_both_texts_name_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -24,9 +26,51 @@ def test_the_recipe_and_both_texts_name_the_build(monkeypatch: pytest.MonkeyPatc
     assert recipe_hash() != base
 
 
-def test_the_held_out_slice_is_kept_out_of_training() -> None:
-    assert not set(CORPUS) & set(corpus.HELD_OUT)
-    assert len(corpus.files(corpus.HELD_OUT)) == len(corpus.HELD_OUT)
+def holds(stream: torch.Tensor, run: list[int]) -> bool:
+    """Whether ``run`` occurs in ``stream`` as consecutive ids."""
+    hay, needle = stream.to(torch.int64).numpy().tobytes(), torch.tensor(run, dtype=torch.int64).numpy().tobytes()
+    at = hay.find(needle)
+    while at != -1 and at % 8:  # a match must start on an id, not inside one
+        at = hay.find(needle, at + 1)
+    return at != -1
+
+
+def test_a_build_trains_on_no_held_out_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build of the recipe's code path (one step per stage) never hands held-out text to training: the
+    tokenizer reads no held-out module and no token stream a model trains on (windows of the target's,
+    the draft's and the heads' prompts) holds a run of a held-out module's tokens, while it does hold
+    the training modules' (the check can see text that is there)."""
+    read, streams = [], []
+    corpus_files = tiny._corpus_files
+
+    def reading() -> list[Path]:
+        files = corpus_files()
+        read.extend(files)
+        return files
+
+    class Recorded(Windows):
+        def __init__(self, stream: torch.Tensor, *args: int) -> None:
+            streams.append(stream)
+            super().__init__(stream, *args)
+
+    monkeypatch.setattr(tiny, "_corpus_files", reading)
+    monkeypatch.setattr(tiny_trained, "Windows", Recorded)
+    quick = TrainedRecipe(target_steps=1, draft_steps=1, eagle3_steps=1, responses=64)
+    paths = ensure_tiny_trained(tmp_path, quick)
+
+    held_out = corpus.files(corpus.HELD_OUT)
+    assert len(held_out) == len(corpus.HELD_OUT)  # every held-out module is there to be kept out
+    assert read and not set(read) & set(held_out)
+    assert len(streams) == 3  # the target's (with noise), the draft's, the heads' prompts
+    tok = Tokenizer.from_file(str(paths.target / "tokenizer.json"))
+
+    def middle(text: str) -> list[int]:
+        ids = tok.encode(text).ids
+        return ids[len(ids) // 2 : len(ids) // 2 + 32]
+
+    for stream in streams:
+        assert all(holds(stream, middle(text)) for text in corpus.texts(CORPUS))
+        assert not any(holds(stream, middle(text)) for text in corpus.texts(corpus.HELD_OUT))
 
 
 def split(stream: torch.Tensor, eos: int) -> list[tuple[int, ...]]:

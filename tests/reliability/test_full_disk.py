@@ -42,8 +42,9 @@ def fill(disk: Path) -> None:
 
 def test_a_sweep_folder_that_fills_up_ends_failed_with_the_reason_and_no_half_files(ws, small_disk) -> None:
     sweep = small_disk / "sweep"
-    slow = ["workload.num_prompts=40", "workload.output_len=32"]
-    with ws.started("drafter=none", "batch=1,2,3", *slow, f"hydra.sweep.dir={sweep}", "-m") as proc:
+    # a short first point, then the disk fills while the second (40 prompts) measures
+    short_then_slow = ["workload.num_prompts=4,40,48", "workload.output_len=32"]
+    with ws.started("drafter=none", "batch=1", *short_then_slow, f"hydra.sweep.dir={sweep}", "-m") as proc:
         wait_for(lambda: (sweep / "0" / "results.json").exists(), 300, "the first point", proc)
         fill(small_disk)
         out, _ = proc.communicate(timeout=300)
@@ -81,8 +82,9 @@ def test_a_sweep_folder_that_fills_up_ends_failed_with_the_reason_and_no_half_fi
 
 def test_a_full_mlflow_store_ends_in_exit_3_and_the_sync_line_and_sync_completes_it(ws, small_disk) -> None:
     uri = f"sqlite:///{small_disk / 'mlflow.db'}"
-    slow = ["workload.num_prompts=40", "workload.output_len=32"]
-    with ws.started("drafter=none", "batch=1,2", *slow, f"tracking.uri={uri}", "-m") as proc:
+    # the store fills while the first point (40 prompts) measures; the second is short
+    slow_then_short = ["workload.num_prompts=40,4", "workload.output_len=32"]
+    with ws.started("drafter=none", "batch=1", *slow_then_short, f"tracking.uri={uri}", "-m") as proc:
         wait_for(lambda: list(ws.outputs.glob("multirun/*/0/server.json")), 300, "the first point", proc)
         fill(small_disk)
         out, _ = proc.communicate(timeout=300)

@@ -11,6 +11,10 @@ import pytest
 from tests.reliability.conftest import wait_for
 
 SLOW_POINT = ["workload.num_prompts=200", "workload.output_len=32"]
+# A sweep's points differ in their number of prompts: the short ones finish in seconds, the slow
+# last one is still measuring when the signal lands (and, killed, costs only its start).
+SHORT_THEN_SLOW = ["workload.num_prompts=4,200", "workload.output_len=32"]
+TWO_SHORT_THEN_SLOW = ["workload.num_prompts=4,8,200", "workload.output_len=32"]
 
 
 def summary_statuses(folder) -> list[str]:
@@ -24,10 +28,11 @@ def parent_of(ws):
 
 
 def test_sigkill_leaves_an_up_to_date_parent_which_the_next_start_marks_killed(ws) -> None:
-    proc = ws.popen("drafter=none", "batch=1,2,3", *SLOW_POINT, "-m")
+    proc = ws.popen("drafter=none", "batch=1", *TWO_SHORT_THEN_SLOW, "-m")
     try:
         wait_for(lambda: list(ws.outputs.glob("multirun/*/1/results.json")), 300, "two finished points", proc)
-        time.sleep(1)
+        wait_for(lambda: list(ws.outputs.glob("multirun/*/2/server.json")), 60, "the third point", proc)
+        time.sleep(1)  # killed while the third (slow) point measures
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -48,7 +53,7 @@ def test_sigkill_leaves_an_up_to_date_parent_which_the_next_start_marks_killed(w
 
 
 def test_sigint_counts_the_points_that_finished(ws) -> None:
-    proc = ws.popen("drafter=none", "batch=1,2", *SLOW_POINT, "-m")
+    proc = ws.popen("drafter=none", "batch=1", *SHORT_THEN_SLOW, "-m")
     try:
         wait_for(lambda: list(ws.outputs.glob("multirun/*/0/results.json")), 300, "the first point", proc)
         wait_for(lambda: list(ws.outputs.glob("multirun/*/1/server.json")), 60, "the second point", proc)

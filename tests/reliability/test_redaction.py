@@ -33,12 +33,14 @@ def test_ordinary_parameters_are_visible_and_secret_values_are_nowhere(ws) -> No
         f"+engine.env.HF_TOKEN={CANARY}",
         "+engine.env.TOKENIZERS_PARALLELISM='false'",
         "batch=1",
+        "baseline=off",  # the drafter's point alone: a baseline point would add nothing to look through
         "-m",
         timeout=400,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    (child,) = [r for r in ws.runs() if r.data.params.get("drafter.name") == "tiny"]
+    (child,) = [r for r in ws.runs() if r.data.tags.get("specexp.role") != "parent"]
     params = child.data.params
+    assert params["drafter.name"] == "tiny"
     assert params["drafter.num_draft_tokens"] == "5"
     assert params["workload.token_range"] == "[100, 1000]"
     assert params["model.tokenizer"] == "None"

@@ -14,8 +14,15 @@ STALL_S = 3
 
 
 def test_a_stopped_engine_fails_its_point_and_the_next_point_gets_a_fresh_server(ws) -> None:
-    slow = ["workload.num_prompts=200", "workload.output_len=32", "measure.windows=1", "measure.max_windows=1"]
-    with ws.started("drafter=none", "batch=2,3", *slow, f"engine.stall_s={STALL_S}", "arms=sequential", "-m") as proc:
+    # the first point (200 prompts) is still measuring when its engine stops; the second is short
+    slow_then_short = [
+        "workload.num_prompts=200,4",
+        "workload.output_len=32",
+        "measure.windows=1",
+        "measure.max_windows=1",
+    ]
+    stall = f"engine.stall_s={STALL_S}"
+    with ws.started("drafter=none", "batch=2", *slow_then_short, stall, "arms=sequential", "-m") as proc:
         wait_for(lambda: list(ws.outputs.glob("multirun/*/0/server.json")), 200, "the first point's server", proc)
         time.sleep(2)
         (engine,) = wait_for(ws.engines, 10, "the engine process")

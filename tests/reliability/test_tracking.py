@@ -30,7 +30,8 @@ def history(client, run_id: str) -> dict[str, int]:
 def test_tracking_lost_mid_sweep_keeps_results_and_sync_uploads_them_once(ws) -> None:
     port = free_port()
     uri = f"http://127.0.0.1:{port}"
-    args = ["drafter=none", "batch=1,2", "workload.num_prompts=64", "workload.output_len=32", f"tracking.uri={uri}"]
+    # a short first point, tracked; a second one long enough to be measuring when the server goes
+    args = ["drafter=none", "batch=2", "workload.num_prompts=4,64", "workload.output_len=32", f"tracking.uri={uri}"]
     with mlflow_server(ws, port):
         proc = ws.popen(*args, "-m")
 
@@ -56,7 +57,7 @@ def test_tracking_lost_mid_sweep_keeps_results_and_sync_uploads_them_once(ws) ->
         children = [r for r in runs if r.data.tags.get("specexp.role") != "parent"]
         assert len(parents) == 1 and len(children) == 2
         assert {c.data.tags["mlflow.parentRunId"] for c in children} == {parents[0].info.run_id}
-        assert {c.data.params["batch"] for c in children} == {"1", "2"}
+        assert {c.data.params["workload.num_prompts"] for c in children} == {"4", "64"}
         assert parents[0].data.metrics["points"] == 2 and parents[0].info.status == "FINISHED"
         before = {r.info.run_id: history(client, r.info.run_id) for r in runs}
         artifacts = {r.info.run_id: sorted(a.path for a in client.list_artifacts(r.info.run_id)) for r in runs}

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
@@ -90,13 +91,16 @@ def test_two_groups_run_side_by_side_under_one_parent(tmp_path, outputs, mlflow_
     assert (sweep / "plots" / "speedup.png").stat().st_size > 10_000
 
 
-LONG = ["workload.num_prompts=48", "workload.output_len=32"]  # points long enough to be caught mid-window
+# Points long enough to be caught mid-window, swept after short ones (the points differ in their
+# number of prompts): only the point a signal must catch measuring is long.
+SHORT_THEN_LONG = ["workload.num_prompts=4,48", "workload.output_len=32"]
+LONG_THEN_SHORT = ["workload.num_prompts=48,4", "workload.output_len=32"]
 
 
 def start_sweep(tmp_path, outputs, *args: str) -> subprocess.Popen:
     """The sweep in a session of its own, as from a terminal: Ctrl-C reaches its whole process group."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    argv = specexp_argv(*LONG, "hydra/launcher=submitit_local", f"hydra.sweep.dir={tmp_path / 'multirun'}", *args)
+    argv = specexp_argv("hydra/launcher=submitit_local", f"hydra.sweep.dir={tmp_path / 'multirun'}", *args)
     return subprocess.Popen(
         [*argv, f"tracking.uri={uri}", "-m"],
         cwd=tmp_path,
@@ -129,10 +133,26 @@ def results(sweep, num) -> dict:
     return json.loads((sweep / str(num) / "results.json").read_text())
 
 
+def summary(sweep) -> list[dict]:
+    with (sweep / "summary.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+def points(sweep) -> list[tuple[str, int | None, str]]:
+    """summary.csv's rows in plan order as (drafter, the number of prompts of the point, status); the
+    points differ in their number of prompts, read from the point's results (None where it never ran)."""
+    rows = []
+    for r in summary(sweep):
+        ran = r["job_dir"] and (Path(r["job_dir"]) / "results.json").exists()
+        prompts = json.loads((Path(r["job_dir"]) / "results.json").read_text())["params"] if ran else {}
+        rows.append((r["drafter.name"], prompts.get("workload.num_prompts"), r["status"]))
+    return rows
+
+
 def test_a_preempted_group_is_requeued_and_keeps_what_it_measured(tmp_path, outputs) -> None:
     sweep = tmp_path / "multirun"
-    proc = start_sweep(tmp_path, outputs, "drafter=none", "batch=1,2")
-    wait_for(sweep / "1" / "server.json", proc)  # the group's second point is being measured
+    proc = start_sweep(tmp_path, outputs, "drafter=none", "batch=2", *SHORT_THEN_LONG)
+    wait_for(sweep / "1" / "server.json", proc)  # the group's second (long) point is being measured
     first = (sweep / "0" / "results.json").read_bytes()
     (start,) = attempts(sweep, 0)
     os.kill(start["pid"], signal.SIGUSR2)  # what SLURM sends a job before pre-empting it (submitit's signal)
@@ -144,19 +164,14 @@ def test_a_preempted_group_is_requeued_and_keeps_what_it_measured(tmp_path, outp
     assert (sweep / "0" / "results.json").read_bytes() == first  # kept, not measured again
     assert json.loads((sweep / "1.attempt1" / "results.json").read_text())["status"] == "interrupted"
     assert results(sweep, 1)["status"] == "ok"
-    with (sweep / "summary.csv").open() as f:
-        assert [(r["batch"], r["status"]) for r in csv.DictReader(f)] == [("1", "ok"), ("2", "ok")]
+    assert points(sweep) == [("none", 4, "ok"), ("none", 48, "ok")]
+    assert [Path(r["job_dir"]).name for r in summary(sweep)] == ["0", "1"]  # the second attempt's folder
     mlflow = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     runs = mlflow.search_runs([mlflow.get_experiment_by_name("specexp").experiment_id])
     (parent,) = [r for r in runs if r.data.tags.get("specexp.role") == "parent"]
     assert parent.info.status == "FINISHED" and parent.data.metrics["points"] == 2
     statuses = sorted(r.info.status for r in runs if r.data.tags.get("specexp.role") != "parent")
     assert statuses == ["FINISHED", "FINISHED", "KILLED"]  # the interrupted attempt is kept too
-
-
-def summary(sweep) -> list[dict]:
-    with (sweep / "summary.csv").open() as f:
-        return list(csv.DictReader(f))
 
 
 @pytest.mark.parametrize(
@@ -168,8 +183,8 @@ def summary(sweep) -> list[dict]:
 )
 def test_a_killed_group_is_recorded_the_other_goes_on_and_a_resume_finishes_it(tmp_path, outputs, sig, events) -> None:
     sweep = tmp_path / "multirun"
-    proc = start_sweep(tmp_path, outputs, "drafter=none,tiny", "batch=1,2")
-    wait_for(sweep / "2" / "server.json", proc)  # group 1 measures its first point
+    proc = start_sweep(tmp_path, outputs, "drafter=none,tiny", "batch=2", *LONG_THEN_SHORT)
+    wait_for(sweep / "2" / "server.json", proc)  # group 1 measures its first (long) point
     time.sleep(1)
     (start,) = attempts(sweep, 1)
     os.kill(start["pid"], sig)
@@ -177,13 +192,14 @@ def test_a_killed_group_is_recorded_the_other_goes_on_and_a_resume_finishes_it(t
     assert proc.returncode == 1, told(out, sweep)
 
     assert [e["event"] for e in attempts(sweep, 1)] == events
-    rows = summary(sweep)
-    assert [(r["drafter.name"], r["batch"], r["status"]) for r in rows] == [
-        ("none", "1", "ok"),
-        ("none", "2", "ok"),
-        ("tiny", "1", "interrupted"),
-        ("tiny", "2", "interrupted"),
+    caught = 48 if sig == signal.SIGTERM else None  # a SIGKILLed job's point leaves no results of its own
+    assert points(sweep) == [
+        ("none", 48, "ok"),
+        ("none", 4, "ok"),
+        ("tiny", caught, "interrupted"),
+        ("tiny", None, "interrupted"),
     ]
+    rows = summary(sweep)
     assert "the job of server group 1 ended before this point did" in rows[3]["error"]
     if sig == signal.SIGTERM:  # the point itself says so, with what it had received
         assert results(sweep, 2)["error"] == "interrupted (exit 143)"
@@ -195,23 +211,17 @@ def test_a_killed_group_is_recorded_the_other_goes_on_and_a_resume_finishes_it(t
 
     # The same command again resumes the sweep: only the killed group's points, as a new group.
     kept = (sweep / "0" / "results.json").read_bytes()
-    again = start_sweep(tmp_path, outputs, "drafter=none,tiny", "batch=1,2")
+    again = start_sweep(tmp_path, outputs, "drafter=none,tiny", "batch=2", *LONG_THEN_SHORT)
     out = finish(again)
     assert again.returncode == 0, told(out, sweep)
     assert (sweep / "0" / "results.json").read_bytes() == kept
     resumed = [
-        [o for o in p.overrides if o.startswith(("drafter=", "batch="))]
+        sorted(o for o in p.overrides if o.startswith(("drafter=", "workload.num_prompts=")))
         for p in Group.load(sweep / "groups" / "2").points
     ]
-    assert resumed == [["drafter=tiny", "batch=1"], ["drafter=tiny", "batch=2"]]
+    assert resumed == [["drafter=tiny", "workload.num_prompts=48"], ["drafter=tiny", "workload.num_prompts=4"]]
     assert not (sweep / "groups" / "3").exists()
-    rows = summary(sweep)
-    assert sorted((r["drafter.name"], r["batch"], r["status"]) for r in rows) == [
-        ("none", "1", "ok"),
-        ("none", "2", "ok"),
-        ("tiny", "1", "ok"),
-        ("tiny", "2", "ok"),
-    ]
+    assert sorted(points(sweep)) == [("none", 4, "ok"), ("none", 48, "ok"), ("tiny", 4, "ok"), ("tiny", 48, "ok")]
     mlflow = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     runs = mlflow.search_runs([mlflow.get_experiment_by_name("specexp").experiment_id])
     (parent,) = [r for r in runs if r.data.tags.get("specexp.role") == "parent"]
@@ -220,7 +230,9 @@ def test_a_killed_group_is_recorded_the_other_goes_on_and_a_resume_finishes_it(t
 
 def test_ctrl_c_stops_the_local_group_jobs_with_the_sweep(tmp_path, outputs) -> None:
     sweep = tmp_path / "multirun"
-    proc = start_sweep(tmp_path, outputs, "drafter=none,tiny", "batch=1", "workload.num_prompts=400")
+    proc = start_sweep(
+        tmp_path, outputs, "drafter=none,tiny", "batch=1", "workload.num_prompts=400", "workload.output_len=32"
+    )
     for num in (0, 1):
         wait_for(sweep / str(num) / "server.json", proc)  # both groups measure
     time.sleep(1)
