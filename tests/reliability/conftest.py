@@ -1,17 +1,15 @@
 """A private specexp workspace per test: its own outputs/ (run and sweep folders, mlflow.db, server
 logs) in a temporary folder, the tiny model linked in from the shared build, and helpers to start
-specexp, a foreign reference server or an MLflow server as real processes."""
+specexp or a foreign reference server as real processes (an MLflow server: tests.support.servers)."""
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,39 +19,7 @@ from mlflow import MlflowClient
 
 from specexp.models.tiny import ensure_tiny
 from tests.conftest import FAST, engine_processes, sigint_as_in_a_terminal
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(check: Callable[[], object], timeout: float, what: str, proc: subprocess.Popen | None = None) -> object:
-    """Poll ``check`` until it returns something truthy; fail naming ``what`` (and a dead ``proc``)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        found = check()
-        if found:
-            return found
-        if proc is not None and proc.poll() is not None:
-            out = proc.stdout.read() if proc.stdout else ""
-            raise AssertionError(f"process exited ({proc.returncode}) before {what}:\n{out[-3000:]}")
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def stop_group(proc: subprocess.Popen) -> None:
-    """Kill a process started with start_new_session and everything in its group."""
-    if proc.poll() is None:
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
+from tests.support.servers import healthy, stop_group, wait_for
 
 
 @dataclass
@@ -182,14 +148,6 @@ def reference_argv(ws: Workspace, port: int, served_name: str = "tiny") -> list[
     ]
 
 
-def healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return resp.status == 200
-    except OSError:
-        return False
-
-
 @contextmanager
 def foreign_server(ws: Workspace, port: int, served_name: str = "tiny") -> Iterator[str]:
     """A reference engine specexp did not start, listening on ``port`` until the block ends."""
@@ -200,36 +158,6 @@ def foreign_server(ws: Workspace, port: int, served_name: str = "tiny") -> Itera
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: healthy(url + "/health"), 120, f"the foreign server on port {port}", proc)
-        yield url
-    finally:
-        stop_group(proc)
-        log.close()
-
-
-@contextmanager
-def mlflow_server(ws: Workspace, port: int) -> Iterator[str]:
-    """A real ``mlflow server`` on ``port`` over ``<root>/server.db``, artifacts proxied to <root>/served."""
-    argv = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "server",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        "1",
-        "--backend-store-uri",
-        f"sqlite:///{ws.root / 'server.db'}",
-        "--artifacts-destination",
-        str(ws.root / "served"),
-    ]
-    log = (ws.root / "mlflow-server.log").open("ab")
-    proc = subprocess.Popen(argv, cwd=ws.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(lambda: healthy(url + "/health"), 120, "the MLflow server", proc)
         yield url
     finally:
         stop_group(proc)

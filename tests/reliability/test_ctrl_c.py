@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from tests.reliability.conftest import wait_for
 from tests.reliability.test_interrupts import parent_of
+from tests.support.servers import wait_for
 
 POINTS = ["drafter=none", "batch=1,2,3", "workload.num_prompts=20", "workload.output_len=32"]
 
