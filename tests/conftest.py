@@ -23,6 +23,7 @@ from mlflow import MlflowClient
 from specexp.config import Config
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.models.tiny import ensure_tiny
+from tests.support import store
 
 REPO = Path(__file__).resolve().parent.parent
 VLLM_PYTHON = Path(os.environ.get("SPECEXP_VLLM_VENV", REPO / ".venvs" / "vllm")) / "bin" / "python"
@@ -84,6 +85,13 @@ def shared_outputs() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One migrated, empty MLflow sqlite store per test session, copied where a test's specexp run
+    logs (tests.support.store): each ``python -m specexp`` would otherwise migrate a new one."""
+    return store.make_template(tmp_path_factory.mktemp("mlflow-template"))
+
+
 def run_outputs(tmp_path: Path, shared_outputs: Path) -> Path:
     """A test's own outputs folder (server logs, artifacts) that sees the shared built models."""
     outputs = tmp_path / "outputs"
@@ -109,15 +117,23 @@ class Run:
     workdir: Path
     mlflow: MlflowClient
 
+    @property
+    def db(self) -> Path:
+        """The sqlite file of the run's store."""
+        return Path(self.mlflow.tracking_uri.removeprefix("sqlite:///"))
+
     def runs(self) -> list:
+        if self.mlflow.tracking_uri.startswith("sqlite:///") and not store.logged_runs(self.db):
+            return []  # looked at without MLflow, which would create a missing store to answer
         exp = self.mlflow.get_experiment_by_name("specexp")
         return self.mlflow.search_runs([exp.experiment_id]) if exp else []
 
 
 @pytest.fixture
-def specexp(tmp_path: Path, shared_outputs: Path) -> Callable[..., Run]:
-    """Run ``python -m specexp`` in a fresh folder with its own MLflow store and run folders."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def specexp(tmp_path: Path, shared_outputs: Path, mlflow_template: Path) -> Callable[..., Run]:
+    """Run ``python -m specexp`` in a fresh folder with its own MLflow store (a copy of the session's
+    empty one) and run folders."""
+    uri = f"sqlite:///{store.place(mlflow_template, tmp_path / 'mlflow.db')}"
     storage = f"hydra.sweeper.storage=sqlite:///{tmp_path / 'optuna.db'}"  # studies stay in the test's folder
 
     def run(*overrides: str, timeout: float = 400, tty: bool = False) -> Run:

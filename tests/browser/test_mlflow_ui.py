@@ -16,6 +16,7 @@ import pytest
 from specexp import tracking
 from tests.conftest import needs
 from tests.support.servers import free_port, mlflow_server
+from tests.support.store import place
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -27,11 +28,12 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory, shared_outputs: Path) -> Path:
+def sweep(tmp_path_factory: pytest.TempPathFactory, shared_outputs: Path, mlflow_template: Path) -> Path:
     """A real three-batch envelope on the reference engine, recorded in its own sqlite store."""
     from tests.conftest import FAST, run_outputs
 
     work = tmp_path_factory.mktemp("sweep")
+    place(mlflow_template, work / "mlflow.db")
     argv = [sys.executable, "-m", "specexp", *FAST, "drafter=none,tiny", "batch=1,2,4"]
     argv += [f"tracking.uri=sqlite:///{work / 'mlflow.db'}", f"hydra.sweep.dir={work}/multirun", "-m"]
     env = {**os.environ, "SPECEXP_OUTPUTS": str(run_outputs(work, shared_outputs))}

@@ -19,6 +19,7 @@ from mlflow import MlflowClient
 
 from specexp.models.tiny import ensure_tiny
 from tests.conftest import FAST, engine_processes, sigint_as_in_a_terminal
+from tests.support import store
 from tests.support.servers import healthy, stop_group, wait_for
 
 
@@ -93,9 +94,17 @@ class Workspace:
         return MlflowClient(tracking_uri=uri or self.uri)
 
     def runs(self, uri: str | None = None) -> list:
+        if self.logged(uri) == 0:
+            return []
         client = self.mlflow(uri)
         exp = client.get_experiment_by_name("specexp")
         return client.search_runs([exp.experiment_id]) if exp else []
+
+    def logged(self, uri: str | None = None) -> int | None:
+        """How many runs a sqlite store holds, read without MLflow (which would create a missing
+        store to answer); None for a store behind a server."""
+        uri = uri or self.uri
+        return store.logged_runs(Path(uri.removeprefix("sqlite:///"))) if uri.startswith("sqlite:///") else None
 
     def sweeps(self) -> list[Path]:
         root = self.outputs / "multirun"
@@ -113,12 +122,14 @@ class Workspace:
 
 
 @pytest.fixture
-def ws(tmp_path: Path, shared_outputs: Path) -> Iterator[Workspace]:
+def ws(tmp_path: Path, shared_outputs: Path, mlflow_template: Path) -> Iterator[Workspace]:
+    """A workspace whose store (outputs/mlflow.db) is a copy of the session's empty one."""
     ensure_tiny(shared_outputs)
     outputs = tmp_path / "outputs"
     outputs.mkdir()
     (outputs / "models").symlink_to(shared_outputs / "models", target_is_directory=True)
     workspace = Workspace(tmp_path, outputs)
+    store.place(mlflow_template, outputs / "mlflow.db")
     yield workspace
     for pid in workspace.engines():  # a failed test must not leave servers behind
         with suppress(ProcessLookupError, PermissionError):

@@ -10,9 +10,12 @@ import json
 import subprocess
 import time
 
+import mlflow.store.db.utils
 import pytest
+from mlflow import MlflowClient
 
 from tests.reliability.conftest import Workspace
+from tests.support.store import logged_runs, place
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +110,31 @@ def test_a_second_sweep_into_the_same_folder_writes_over_nothing(ws) -> None:
     assert second["status"] == "ok" and second["params"]["batch"] == 2
     with (folder / "summary.csv").open() as f:
         assert sorted(row["batch"] for row in csv.DictReader(f)) == ["1", "2"]  # the folder's every point
+
+
+def test_a_copy_of_the_template_store_opens_without_migrating_and_takes_runs(
+    tmp_path, mlflow_template, monkeypatch
+) -> None:
+    """The session's empty store (tests.support.store), copied: MLflow opens it as it is (no table
+    creation, no migration), adds its Default experiment where a new store would, and logs into it."""
+    migrations = []
+    initialize = mlflow.store.db.utils._initialize_tables
+
+    def seen(engine) -> None:
+        migrations.append(engine.url)
+        initialize(engine)
+
+    monkeypatch.setattr(mlflow.store.db.utils, "_initialize_tables", seen)  # creates and migrates the tables
+    monkeypatch.chdir(tmp_path)
+    db = place(mlflow_template, tmp_path / "store" / "mlflow.db")
+    assert logged_runs(db) == 0 and logged_runs(tmp_path / "absent.db") == 0
+    assert not (tmp_path / "absent.db").exists()  # looking created nothing
+    client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+    (default,) = client.search_experiments()
+    assert default.artifact_location == str(tmp_path / "mlruns" / "0")  # made by this opening, not the template's
+    run = client.create_run(client.create_experiment("specexp"))
+    client.log_metric(run.info.run_id, "output_throughput", 12.5)
+    client.set_terminated(run.info.run_id)
+    assert migrations == []
+    assert logged_runs(db) == 1
+    assert client.get_run(run.info.run_id).data.metrics == {"output_throughput": 12.5}

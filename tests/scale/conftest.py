@@ -10,18 +10,20 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FAST
-from tests.support import servers
+from tests.support import servers, store
 
 
 @pytest.fixture
-def outputs(tmp_path, shared_outputs) -> Path:
-    """The test's own outputs/ (MLflow artifacts, server logs), the tiny model linked in."""
+def outputs(tmp_path, shared_outputs, mlflow_template) -> Path:
+    """The test's own outputs/ (MLflow artifacts, server logs), the tiny model linked in; the store
+    the tests log to (<tmp_path>/mlflow.db) starts as a copy of the session's empty one."""
     from specexp.models.tiny import ensure_tiny
 
     ensure_tiny(shared_outputs)
     folder = tmp_path / "outputs"
     folder.mkdir()
     (folder / "models").symlink_to(shared_outputs / "models", target_is_directory=True)
+    store.place(mlflow_template, tmp_path / "mlflow.db")
     return folder
 
 
