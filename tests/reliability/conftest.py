@@ -19,7 +19,7 @@ from mlflow import MlflowClient
 
 from specexp.models.tiny import ensure_tiny
 from tests.conftest import FAST, engine_processes, sigint_as_in_a_terminal
-from tests.support import store
+from tests.support import inprocess, store
 from tests.support.servers import healthy, stop_group, wait_for
 
 
@@ -80,6 +80,11 @@ class Workspace:
                 proc.kill()
                 proc.wait()
 
+    def main(self, *args: str, fast: bool = True) -> inprocess.Outcome:
+        """``run`` without the process (tests.support.inprocess): for refusals and dry runs, which
+        start nothing; what it printed is in ``stdout``/``stderr`` as ``run``'s."""
+        return inprocess.main([*(FAST if fast else []), *args], self.root, {"SPECEXP_OUTPUTS": str(self.outputs)})
+
     def module(self, module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-m", module, *args],
@@ -121,19 +126,39 @@ class Workspace:
         assert self.engines() == [], "an engine process outlived specexp"
 
 
-@pytest.fixture
-def ws(tmp_path: Path, shared_outputs: Path, mlflow_template: Path) -> Iterator[Workspace]:
-    """A workspace whose store (outputs/mlflow.db) is a copy of the session's empty one."""
+def workspace(root: Path, shared_outputs: Path) -> Workspace:
+    """A workspace in ``root`` whose outputs/ sees the shared tiny model."""
     ensure_tiny(shared_outputs)
-    outputs = tmp_path / "outputs"
+    outputs = root / "outputs"
     outputs.mkdir()
     (outputs / "models").symlink_to(shared_outputs / "models", target_is_directory=True)
-    workspace = Workspace(tmp_path, outputs)
-    store.place(mlflow_template, outputs / "mlflow.db")
-    yield workspace
-    for pid in workspace.engines():  # a failed test must not leave servers behind
+    return Workspace(root, outputs)
+
+
+def no_engines_left_behind(workspace: Workspace) -> None:
+    """A failed test must not leave servers behind."""
+    for pid in workspace.engines():
         with suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def ws(tmp_path: Path, shared_outputs: Path, mlflow_template: Path) -> Iterator[Workspace]:
+    """A workspace for real specexp processes; its store (outputs/mlflow.db) is a copy of the
+    session's empty one."""
+    made = workspace(tmp_path, shared_outputs)
+    store.place(mlflow_template, made.outputs / "mlflow.db")
+    yield made
+    no_engines_left_behind(made)
+
+
+@pytest.fixture
+def idle_ws(tmp_path: Path, shared_outputs: Path) -> Iterator[Workspace]:
+    """A workspace for runs that must start nothing (refusals, dry runs; ``Workspace.main``): no
+    store in it, so one made is seen; not a live fixture, so its tests are in the quick tier."""
+    made = workspace(tmp_path, shared_outputs)
+    yield made
+    no_engines_left_behind(made)
 
 
 def reference_argv(ws: Workspace, port: int, served_name: str = "tiny") -> list[str]:
