@@ -241,6 +241,7 @@ LIVE_FIXTURES = {
     "outputs",  # tests/scale: submitit groups and MLflow servers
     "mlflow_server",
     "built",  # builds the tiny model twice from scratch
+    "two_sweeps",  # tests/reliability: two real sweeps started in the same second
 }
 LIVE_MARKERS = {"slow", "vllm", "sglang", "gpu", "browser", "scale"}
 LIVE_PATHS = ("tests/packaging/",)  # builds and installs a wheel
