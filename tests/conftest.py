@@ -14,6 +14,7 @@ import termios
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from mlflow import MlflowClient
 from specexp.config import Config
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.models.tiny import ensure_tiny
+from tests.support import inprocess, store
 
 REPO = Path(__file__).resolve().parent.parent
 VLLM_PYTHON = Path(os.environ.get("SPECEXP_VLLM_VENV", REPO / ".venvs" / "vllm")) / "bin" / "python"
@@ -84,6 +86,13 @@ def shared_outputs() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One migrated, empty MLflow sqlite store per test session, copied where a test's specexp run
+    logs (tests.support.store): each ``python -m specexp`` would otherwise migrate a new one."""
+    return store.make_template(tmp_path_factory.mktemp("mlflow-template"))
+
+
 def run_outputs(tmp_path: Path, shared_outputs: Path) -> Path:
     """A test's own outputs folder (server logs, artifacts) that sees the shared built models."""
     outputs = tmp_path / "outputs"
@@ -105,42 +114,72 @@ def broken_model(tmp_path: Path, shared_outputs: Path) -> Path:
 
 @dataclass
 class Run:
-    proc: subprocess.CompletedProcess[str]
+    proc: subprocess.CompletedProcess[str] | inprocess.Outcome
     workdir: Path
-    mlflow: MlflowClient
+    uri: str
+
+    @cached_property
+    def mlflow(self) -> MlflowClient:
+        """A client of the run's store, made when first asked for (it creates a missing store)."""
+        return MlflowClient(tracking_uri=self.uri)
+
+    @property
+    def db(self) -> Path:
+        """The sqlite file of the run's store."""
+        return Path(self.uri.removeprefix("sqlite:///"))
 
     def runs(self) -> list:
+        if self.uri.startswith("sqlite:///") and not store.logged_runs(self.db):
+            return []  # looked at without MLflow, which would create a missing store to answer
         exp = self.mlflow.get_experiment_by_name("specexp")
         return self.mlflow.search_runs([exp.experiment_id]) if exp else []
 
 
-@pytest.fixture
-def specexp(tmp_path: Path, shared_outputs: Path) -> Callable[..., Run]:
-    """Run ``python -m specexp`` in a fresh folder with its own MLflow store and run folders."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def specexp_args(tmp_path: Path, uri: str, overrides: tuple[str, ...]) -> list[str]:
+    """The command line the ``specexp`` fixtures give: small points, the test's own store, run and
+    sweep folders and Optuna storage (unless the test names its own), flags last."""
+    flags = [o for o in overrides if o.startswith("-")]
+    overrides = tuple(o for o in overrides if not o.startswith("-"))
     storage = f"hydra.sweeper.storage=sqlite:///{tmp_path / 'optuna.db'}"  # studies stay in the test's folder
+    return [
+        *FAST,
+        *overrides,
+        f"tracking.uri={uri}",
+        f"hydra.run.dir={tmp_path}/run",
+        f"hydra.sweep.dir={tmp_path}/multirun",
+        *([] if any(o.startswith("hydra.sweeper.storage=") for o in overrides) else [storage]),
+        *flags,
+    ]
+
+
+@pytest.fixture
+def specexp(tmp_path: Path, shared_outputs: Path, mlflow_template: Path) -> Callable[..., Run]:
+    """Run ``python -m specexp`` in a fresh folder with its own MLflow store (a copy of the session's
+    empty one) and run folders."""
+    uri = f"sqlite:///{store.place(mlflow_template, tmp_path / 'mlflow.db')}"
 
     def run(*overrides: str, timeout: float = 400, tty: bool = False) -> Run:
-        flags = [o for o in overrides if o.startswith("-")]
-        overrides = tuple(o for o in overrides if not o.startswith("-"))
-        argv = [
-            sys.executable,
-            "-m",
-            "specexp",
-            *FAST,
-            *overrides,
-            f"tracking.uri={uri}",
-            f"hydra.run.dir={tmp_path}/run",
-            f"hydra.sweep.dir={tmp_path}/multirun",
-            *([] if any(o.startswith("hydra.sweeper.storage=") for o in overrides) else [storage]),
-            *flags,
-        ]
+        argv = [sys.executable, "-m", "specexp", *specexp_args(tmp_path, uri, overrides)]
         env = {**os.environ, "SPECEXP_OUTPUTS": str(run_outputs(tmp_path, shared_outputs))}
         if tty:
             proc = in_terminal(argv, tmp_path, env, timeout)
         else:
             proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
-        return Run(proc, tmp_path, MlflowClient(tracking_uri=uri))
+        return Run(proc, tmp_path, uri)
+
+    return run
+
+
+@pytest.fixture
+def specexp_main(tmp_path: Path, shared_outputs: Path) -> Callable[..., Run]:
+    """The ``specexp`` fixture's run without the process (tests.support.inprocess), for refusals
+    and dry runs, which start nothing: no store is placed, so one made is seen (``Run.db``). Not a
+    live fixture: its tests are in the quick tier."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+    def run(*overrides: str) -> Run:
+        env = {"SPECEXP_OUTPUTS": str(run_outputs(tmp_path, shared_outputs))}
+        return Run(inprocess.main(specexp_args(tmp_path, uri, overrides), tmp_path, env), tmp_path, uri)
 
     return run
 
@@ -202,6 +241,7 @@ LIVE_FIXTURES = {
     "outputs",  # tests/scale: submitit groups and MLflow servers
     "mlflow_server",
     "built",  # builds the tiny model twice from scratch
+    "two_sweeps",  # tests/reliability: two real sweeps started in the same second
 }
 LIVE_MARKERS = {"slow", "vllm", "sglang", "gpu", "browser", "scale"}
 LIVE_PATHS = ("tests/packaging/",)  # builds and installs a wheel

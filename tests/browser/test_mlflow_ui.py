@@ -5,11 +5,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +15,8 @@ import pytest
 
 from specexp import tracking
 from tests.conftest import needs
+from tests.support.servers import free_port, mlflow_server
+from tests.support.store import place
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -27,18 +27,13 @@ pytestmark = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory: pytest.TempPathFactory, shared_outputs: Path) -> Path:
+def sweep(tmp_path_factory: pytest.TempPathFactory, shared_outputs: Path, mlflow_template: Path) -> Path:
     """A real three-batch envelope on the reference engine, recorded in its own sqlite store."""
     from tests.conftest import FAST, run_outputs
 
     work = tmp_path_factory.mktemp("sweep")
+    place(mlflow_template, work / "mlflow.db")
     argv = [sys.executable, "-m", "specexp", *FAST, "drafter=none,tiny", "batch=1,2,4"]
     argv += [f"tracking.uri=sqlite:///{work / 'mlflow.db'}", f"hydra.sweep.dir={work}/multirun", "-m"]
     env = {**os.environ, "SPECEXP_OUTPUTS": str(run_outputs(work, shared_outputs))}
@@ -51,27 +46,8 @@ def sweep(tmp_path_factory: pytest.TempPathFactory, shared_outputs: Path) -> Pat
 @pytest.fixture(scope="module")
 def mlflow_url(sweep: Path) -> Iterator[str]:
     """`mlflow server` on the sweep's store, stopped at teardown."""
-    port = free_port()
-    argv = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{sweep / 'mlflow.db'}"]
-    argv += ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
-    log = (sweep / "mlflow-server.log").open("w")
-    proc = subprocess.Popen(argv, cwd=sweep, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                urllib.request.urlopen(url + "/health", timeout=2)
-                break
-            except OSError:
-                assert proc.poll() is None, (sweep / "mlflow-server.log").read_text()[-2000:]
-                assert time.monotonic() < deadline, "mlflow server never answered /health"
-                time.sleep(0.5)
+    with mlflow_server(sweep, free_port(), store=sweep / "mlflow.db") as url:
         yield url
-    finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
-        log.close()
 
 
 @pytest.fixture(scope="module")

@@ -1,17 +1,15 @@
 """A private specexp workspace per test: its own outputs/ (run and sweep folders, mlflow.db, server
 logs) in a temporary folder, the tiny model linked in from the shared build, and helpers to start
-specexp, a foreign reference server or an MLflow server as real processes."""
+specexp or a foreign reference server as real processes (an MLflow server: tests.support.servers)."""
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,39 +19,8 @@ from mlflow import MlflowClient
 
 from specexp.models.tiny import ensure_tiny
 from tests.conftest import FAST, engine_processes, sigint_as_in_a_terminal
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(check: Callable[[], object], timeout: float, what: str, proc: subprocess.Popen | None = None) -> object:
-    """Poll ``check`` until it returns something truthy; fail naming ``what`` (and a dead ``proc``)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        found = check()
-        if found:
-            return found
-        if proc is not None and proc.poll() is not None:
-            out = proc.stdout.read() if proc.stdout else ""
-            raise AssertionError(f"process exited ({proc.returncode}) before {what}:\n{out[-3000:]}")
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def stop_group(proc: subprocess.Popen) -> None:
-    """Kill a process started with start_new_session and everything in its group."""
-    if proc.poll() is None:
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=5)
+from tests.support import inprocess, store
+from tests.support.servers import healthy, stop_group, wait_for
 
 
 @dataclass
@@ -113,6 +80,11 @@ class Workspace:
                 proc.kill()
                 proc.wait()
 
+    def main(self, *args: str, fast: bool = True) -> inprocess.Outcome:
+        """``run`` without the process (tests.support.inprocess): for refusals and dry runs, which
+        start nothing; what it printed is in ``stdout``/``stderr`` as ``run``'s."""
+        return inprocess.main([*(FAST if fast else []), *args], self.root, {"SPECEXP_OUTPUTS": str(self.outputs)})
+
     def module(self, module: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-m", module, *args],
@@ -127,9 +99,17 @@ class Workspace:
         return MlflowClient(tracking_uri=uri or self.uri)
 
     def runs(self, uri: str | None = None) -> list:
+        if self.logged(uri) == 0:
+            return []
         client = self.mlflow(uri)
         exp = client.get_experiment_by_name("specexp")
         return client.search_runs([exp.experiment_id]) if exp else []
+
+    def logged(self, uri: str | None = None) -> int | None:
+        """How many runs a sqlite store holds, read without MLflow (which would create a missing
+        store to answer); None for a store behind a server."""
+        uri = uri or self.uri
+        return store.logged_runs(Path(uri.removeprefix("sqlite:///"))) if uri.startswith("sqlite:///") else None
 
     def sweeps(self) -> list[Path]:
         root = self.outputs / "multirun"
@@ -146,17 +126,39 @@ class Workspace:
         assert self.engines() == [], "an engine process outlived specexp"
 
 
-@pytest.fixture
-def ws(tmp_path: Path, shared_outputs: Path) -> Iterator[Workspace]:
+def workspace(root: Path, shared_outputs: Path) -> Workspace:
+    """A workspace in ``root`` whose outputs/ sees the shared tiny model."""
     ensure_tiny(shared_outputs)
-    outputs = tmp_path / "outputs"
+    outputs = root / "outputs"
     outputs.mkdir()
     (outputs / "models").symlink_to(shared_outputs / "models", target_is_directory=True)
-    workspace = Workspace(tmp_path, outputs)
-    yield workspace
-    for pid in workspace.engines():  # a failed test must not leave servers behind
+    return Workspace(root, outputs)
+
+
+def no_engines_left_behind(workspace: Workspace) -> None:
+    """A failed test must not leave servers behind."""
+    for pid in workspace.engines():
         with suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def ws(tmp_path: Path, shared_outputs: Path, mlflow_template: Path) -> Iterator[Workspace]:
+    """A workspace for real specexp processes; its store (outputs/mlflow.db) is a copy of the
+    session's empty one."""
+    made = workspace(tmp_path, shared_outputs)
+    store.place(mlflow_template, made.outputs / "mlflow.db")
+    yield made
+    no_engines_left_behind(made)
+
+
+@pytest.fixture
+def idle_ws(tmp_path: Path, shared_outputs: Path) -> Iterator[Workspace]:
+    """A workspace for runs that must start nothing (refusals, dry runs; ``Workspace.main``): no
+    store in it, so one made is seen; not a live fixture, so its tests are in the quick tier."""
+    made = workspace(tmp_path, shared_outputs)
+    yield made
+    no_engines_left_behind(made)
 
 
 def reference_argv(ws: Workspace, port: int, served_name: str = "tiny") -> list[str]:
@@ -182,14 +184,6 @@ def reference_argv(ws: Workspace, port: int, served_name: str = "tiny") -> list[
     ]
 
 
-def healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as resp:
-            return resp.status == 200
-    except OSError:
-        return False
-
-
 @contextmanager
 def foreign_server(ws: Workspace, port: int, served_name: str = "tiny") -> Iterator[str]:
     """A reference engine specexp did not start, listening on ``port`` until the block ends."""
@@ -200,36 +194,6 @@ def foreign_server(ws: Workspace, port: int, served_name: str = "tiny") -> Itera
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: healthy(url + "/health"), 120, f"the foreign server on port {port}", proc)
-        yield url
-    finally:
-        stop_group(proc)
-        log.close()
-
-
-@contextmanager
-def mlflow_server(ws: Workspace, port: int) -> Iterator[str]:
-    """A real ``mlflow server`` on ``port`` over ``<root>/server.db``, artifacts proxied to <root>/served."""
-    argv = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "server",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        "1",
-        "--backend-store-uri",
-        f"sqlite:///{ws.root / 'server.db'}",
-        "--artifacts-destination",
-        str(ws.root / "served"),
-    ]
-    log = (ws.root / "mlflow-server.log").open("ab")
-    proc = subprocess.Popen(argv, cwd=ws.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(lambda: healthy(url + "/health"), 120, "the MLflow server", proc)
         yield url
     finally:
         stop_group(proc)

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from tests.reliability.conftest import wait_for
 from tests.reliability.test_interrupts import parent_of
+from tests.support.servers import wait_for
 
 # Three points on one server: a short one kept, then two of 20 prompts, Ctrl-C in the second.
 POINTS = ["drafter=none", "batch=1", "workload.num_prompts=4,20,24", "workload.output_len=32"]

@@ -6,7 +6,7 @@ import os
 import signal
 import time
 
-from tests.reliability.conftest import wait_for
+from tests.support.servers import wait_for
 
 
 def test_engine_killed_mid_window_is_named_and_partial_records_are_kept(ws) -> None:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.reliability.conftest import wait_for
+from tests.support.servers import wait_for
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])

@@ -10,21 +10,17 @@ import json
 import subprocess
 import time
 
+import mlflow.store.db.utils
 import pytest
+from mlflow import MlflowClient
 
-from tests.reliability.conftest import Workspace
+from tests.reliability.conftest import Workspace, workspace
+from tests.support.store import logged_runs, place
 
 
 @pytest.fixture(scope="module")
 def two_sweeps(tmp_path_factory, shared_outputs) -> tuple[Workspace, list[subprocess.CompletedProcess]]:
-    from specexp.models.tiny import ensure_tiny
-
-    ensure_tiny(shared_outputs)
-    root = tmp_path_factory.mktemp("two_sweeps")
-    outputs = root / "outputs"
-    outputs.mkdir()
-    (outputs / "models").symlink_to(shared_outputs / "models", target_is_directory=True)
-    ws = Workspace(root, outputs)
+    ws = workspace(tmp_path_factory.mktemp("two_sweeps"), shared_outputs)  # a fresh store: no template copied
     time.sleep(1.05 - time.time() % 1)  # start both just after a second ticks over
     procs = [ws.popen("drafter=none", "batch=1", "-m") for _ in range(2)]
     done = []
@@ -75,13 +71,17 @@ def test_a_fresh_store_shared_by_two_sweeps_gets_both_parent_runs(two_sweeps) ->
         assert parent.info.status == "FINISHED"
 
 
-def test_a_sweep_that_cannot_create_its_parent_run_says_so_and_stops(ws) -> None:
+def test_a_sweep_that_cannot_create_its_parent_run_says_so_and_stops(idle_ws, mlflow_template) -> None:
+    ws = idle_ws
+    place(mlflow_template, ws.outputs / "mlflow.db")
     client = ws.mlflow()
     client.delete_experiment(client.create_experiment("specexp"))  # runs cannot be created in it
-    run = ws.run("drafter=none", "batch=1", "-m", timeout=300)
-    assert run.returncode not in (0, 1), run.stderr[-3000:]
+    run = ws.main("drafter=none", "batch=1", "-m")
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert "Traceback" not in run.stdout + run.stderr
     assert "tracking.experiment" in run.stderr and "deleted" in run.stderr and "Fix:" in run.stderr, run.stderr
     assert not (ws.outputs / "servers").exists()  # said before any server started
+    assert ws.logged() == 0
 
 
 def test_a_run_folder_that_holds_results_is_never_written_over(ws) -> None:
@@ -89,8 +89,9 @@ def test_a_run_folder_that_holds_results_is_never_written_over(ws) -> None:
     first = ws.run("drafter=none", f"hydra.run.dir={folder}", timeout=300)
     assert first.returncode == 0, first.stderr[-3000:]
     before = (folder / "results.json").read_text()
-    again = ws.run("drafter=none", f"hydra.run.dir={folder}", timeout=300)
+    again = ws.main("drafter=none", f"hydra.run.dir={folder}")  # refused: in this process
     assert again.returncode == 2, again.stderr[-3000:]
+    assert "Traceback" not in again.stdout + again.stderr
     assert str(folder) in again.stderr and "hydra.run.dir" in again.stderr
     assert (folder / "results.json").read_text() == before
 
@@ -107,3 +108,31 @@ def test_a_second_sweep_into_the_same_folder_writes_over_nothing(ws) -> None:
     assert second["status"] == "ok" and second["params"]["batch"] == 2
     with (folder / "summary.csv").open() as f:
         assert sorted(row["batch"] for row in csv.DictReader(f)) == ["1", "2"]  # the folder's every point
+
+
+def test_a_copy_of_the_template_store_opens_without_migrating_and_takes_runs(
+    tmp_path, mlflow_template, monkeypatch
+) -> None:
+    """The session's empty store (tests.support.store), copied: MLflow opens it as it is (no table
+    creation, no migration), adds its Default experiment where a new store would, and logs into it."""
+    migrations = []
+    initialize = mlflow.store.db.utils._initialize_tables
+
+    def seen(engine) -> None:
+        migrations.append(engine.url)
+        initialize(engine)
+
+    monkeypatch.setattr(mlflow.store.db.utils, "_initialize_tables", seen)  # creates and migrates the tables
+    monkeypatch.chdir(tmp_path)
+    db = place(mlflow_template, tmp_path / "store" / "mlflow.db")
+    assert logged_runs(db) == 0 and logged_runs(tmp_path / "absent.db") == 0
+    assert not (tmp_path / "absent.db").exists()  # looking created nothing
+    client = MlflowClient(tracking_uri=f"sqlite:///{db}")
+    (default,) = client.search_experiments()
+    assert default.artifact_location == str(tmp_path / "mlruns" / "0")  # made by this opening, not the template's
+    run = client.create_run(client.create_experiment("specexp"))
+    client.log_metric(run.info.run_id, "output_throughput", 12.5)
+    client.set_terminated(run.info.run_id)
+    assert migrations == []
+    assert logged_runs(db) == 1
+    assert client.get_run(run.info.run_id).data.metrics == {"output_throughput": 12.5}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.conftest import wait_for
+from tests.support.servers import wait_for
 
 
 @pytest.fixture

@@ -1,5 +1,8 @@
 """Items 6 and 7 (and issue 26's item 9): input that used to slip through is refused in one line
-with exit 2, before anything starts or is written, and leaves no folder behind."""
+with exit 2, before anything starts or is written, and leaves no folder behind.
+
+The refusals call the app's entry point in this process (``idle_ws.main``); a few run it as a real
+``python -m specexp`` to hold the exit code and the one line end to end."""
 
 import os
 from pathlib import Path
@@ -10,8 +13,31 @@ import pytest
 def one_line(run) -> str:
     said = (run.stdout + run.stderr).strip().splitlines()
     assert run.returncode == 2, "\n".join(said[-30:])
+    assert "Traceback" not in run.stdout + run.stderr
     assert len(said) == 1 and said[0].startswith("invalid configuration: "), "\n".join(said[-30:])
     return said[0]
+
+
+def left_no_folder(ws) -> None:
+    for folder in (ws.outputs / "runs", ws.outputs / "multirun", ws.outputs / "servers"):
+        assert not folder.exists() or not list(folder.iterdir()), list(folder.iterdir())
+    assert ws.logged() == 0
+
+
+BAD = {
+    "type": (["batch=abc"], "batch: Value 'abc' of type 'str' could not be converted to Integer"),
+    "unknown-key": (["nosuch=3"], "nosuch: no such setting"),
+    "sweep-type": (["batch=1,abc", "-m"], "batch: Value 'abc' of type 'str' could not be converted to Integer"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_from_a_real_process_is_one_line_and_exit_2(ws, case) -> None:
+    """End to end: the interpreter's exit code and all it printed, as a shell sees them."""
+    args, expected = BAD[case]
+    line = one_line(ws.run("drafter=none", *args, timeout=120))
+    assert expected in line, line
+    left_no_folder(ws)
 
 
 @pytest.mark.parametrize(
@@ -28,48 +54,47 @@ def one_line(run) -> str:
     ],
     ids=["type", "float", "group-option", "syntax", "unknown-key", "undeclared-plus-key", "rate-inf", "sweep-type"],
 )
-def test_bad_input_is_one_line_and_exit_2_and_leaves_no_folder(ws, args, expected) -> None:
-    line = one_line(ws.run("drafter=none", *args, timeout=120))
+def test_bad_input_is_one_line_and_exit_2_and_leaves_no_folder(idle_ws, args, expected) -> None:
+    line = one_line(idle_ws.main("drafter=none", *args))
     assert expected in line, line
-    assert not [p for p in (ws.outputs / "runs").glob("*")] if (ws.outputs / "runs").exists() else True
-    assert not (ws.outputs / "multirun").exists() or not list((ws.outputs / "multirun").iterdir())
+    left_no_folder(idle_ws)
 
 
-def test_invalid_utf8_in_a_dataset_names_file_and_line_and_leaves_no_run_folder(ws) -> None:
-    data = ws.root / "bad.jsonl"
+def test_invalid_utf8_in_a_dataset_names_file_and_line_and_leaves_no_run_folder(idle_ws) -> None:
+    data = idle_ws.root / "bad.jsonl"
     data.write_bytes(b'{"prompt": "fine"}\n{"prompt": "bad \xff byte"}\n')
-    line = one_line(ws.run("drafter=none", "workload=jsonl", f"workload.path={data}", timeout=120))
+    line = one_line(idle_ws.main("drafter=none", "workload=jsonl", f"workload.path={data}"))
     assert f"workload.path: {data}:2: not UTF-8 (byte 0xff at column 17)" in line
-    runs = ws.outputs / "runs"
-    assert not runs.exists() or not list(runs.iterdir()), list(runs.iterdir())
+    left_no_folder(idle_ws)
 
 
-def test_a_foreign_folder_is_refused_before_anything_is_written(ws) -> None:
+def test_a_foreign_folder_is_refused_before_anything_is_written(idle_ws) -> None:
+    ws = idle_ws
     before = sorted(os.listdir("/"))
-    line = one_line(ws.run("drafter=none", "batch=1,2", "hydra.sweep.dir=/", "-m", timeout=120))
+    line = one_line(ws.main("drafter=none", "batch=1,2", "hydra.sweep.dir=/", "-m"))
     assert "hydra.sweep.dir: / holds files specexp did not make" in line
     assert sorted(os.listdir("/")) == before
 
     project = ws.root / "project"
     project.mkdir()
     (project / "notes.txt").write_text("mine")
-    line = one_line(ws.run("drafter=none", f"hydra.run.dir={project}", timeout=120))
+    line = one_line(ws.main("drafter=none", f"hydra.run.dir={project}"))
     assert f"hydra.run.dir: {project} holds files specexp did not make (notes.txt)" in line
     assert sorted(p.name for p in project.iterdir()) == ["notes.txt"]
 
 
-def test_a_sweep_folder_specexp_made_is_still_accepted(ws) -> None:
-    sweep = ws.root / "sweep"
-    first = ws.run("drafter=none", f"hydra.sweep.dir={sweep}", "dry_run=true", "batch=1,2", "-m", timeout=120)
+def test_a_sweep_folder_specexp_made_is_still_accepted(idle_ws) -> None:
+    sweep = idle_ws.root / "sweep"
+    first = idle_ws.main("drafter=none", f"hydra.sweep.dir={sweep}", "dry_run=true", "batch=1,2", "-m")
     assert first.returncode == 0, first.stderr[-2000:]
     assert (sweep / "multirun.yaml").exists()
-    again = ws.run("drafter=none", f"hydra.sweep.dir={sweep}", "dry_run=true", "batch=1,2", "-m", timeout=120)
+    again = idle_ws.main("drafter=none", f"hydra.sweep.dir={sweep}", "dry_run=true", "batch=1,2", "-m")
     assert again.returncode == 0, again.stderr[-2000:]
     assert Path(sweep).is_dir()
 
 
-def test_a_batch_the_reference_engine_cannot_hold_is_refused_before_launch_naming_the_limit(ws) -> None:
-    line = one_line(ws.run("drafter=none", "batch=10000000", timeout=120))
+def test_a_batch_the_reference_engine_cannot_hold_is_refused_before_launch_naming_the_limit(idle_ws) -> None:
+    line = one_line(idle_ws.main("drafter=none", "batch=10000000"))
     assert "batch: the reference engine's KV cache for 10000000 requests of 32 tokens needs" in line, line
     assert "GiB available. Fix: use a batch (and engine.max_running_requests) of at most" in line
-    assert not (ws.outputs / "servers").exists(), "a server was started"
+    assert not (idle_ws.outputs / "servers").exists(), "a server was started"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.reliability.conftest import wait_for
+from tests.support.servers import wait_for
 
 SLOW_POINT = ["workload.num_prompts=200", "workload.output_len=32"]
 # A sweep's points differ in their number of prompts: the short ones finish in seconds, the slow

@@ -9,7 +9,8 @@ import csv
 import json
 from pathlib import Path
 
-from tests.reliability.conftest import foreign_server, free_port
+from tests.reliability.conftest import foreign_server
+from tests.support.servers import free_port
 
 CANARY = "hf_canary_5e1f0c2d9b7a"
 KEY_CANARY = "sk-canary-0a9b8c7d6e5f"

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from tests.reliability.conftest import wait_for
+from tests.support.servers import wait_for
 
 # Two windows each, taken in turns B A | A B: the drafter measures last.
 SWEEP = ["drafter=none,tiny", "batch=2", "workload.num_prompts=64", "workload.output_len=32", "measure.windows=2"]

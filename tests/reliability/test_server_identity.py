@@ -7,7 +7,8 @@ specexp asked for (here: a server without a drafter standing in for ``drafter=ti
 import json
 import sys
 
-from tests.reliability.conftest import foreign_server, free_port, wait_for
+from tests.reliability.conftest import foreign_server
+from tests.support.servers import free_port, wait_for
 
 
 def test_a_port_in_use_fails_before_launch_naming_the_port(ws) -> None:

@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-from tests.reliability.conftest import wait_for
+from tests.support.servers import wait_for
 
 STALL_S = 3
 

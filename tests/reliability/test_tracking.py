@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.reliability.conftest import free_port, mlflow_server, wait_for
+from tests.support.servers import free_port, mlflow_server, wait_for
 
 TRACKING_FAILED = 3  # specexp's exit code when points were measured but not all reached tracking
 
@@ -32,7 +32,7 @@ def test_tracking_lost_mid_sweep_keeps_results_and_sync_uploads_them_once(ws) ->
     uri = f"http://127.0.0.1:{port}"
     # a short first point, tracked; a second one long enough to be measuring when the server goes
     args = ["drafter=none", "batch=2", "workload.num_prompts=4,64", "workload.output_len=32", f"tracking.uri={uri}"]
-    with mlflow_server(ws, port):
+    with mlflow_server(ws.root, port):
         proc = ws.popen(*args, "-m")
 
         def first_point_tracked() -> bool:
@@ -48,7 +48,7 @@ def test_tracking_lost_mid_sweep_keeps_results_and_sync_uploads_them_once(ws) ->
     assert results[1]["run_id"] is None
     assert f"python -m specexp.sync {sweep}" in out
 
-    with mlflow_server(ws, port):
+    with mlflow_server(ws.root, port):
         sync = ws.module("specexp.sync", str(sweep))
         assert sync.returncode == 0, sync.stderr[-3000:]
         client = ws.mlflow(uri)
