@@ -76,7 +76,7 @@ RATIO_METRICS = (
         "closed loop only: output_throughput / that of the baseline, the point of the same sweep that differs only "
         "in drafter=none (a rate point has none: both arms carry the offered rate)",
     ),
-    ("decode_speedup", "stream speedup", "decode_speed_mean / that of the baseline"),
+    ("decode_speedup", "stream speedup", "decode_speed / that of the baseline"),
     ("goodput_ratio", "goodput ratio", "goodput / that of the baseline (with an SLO set)"),
     ("ttft_ratio", "TTFT ratio", "rate points: ttft_ms_mean / that of the baseline at the same offered rate"),
     ("tpot_ratio", "TPOT ratio", "rate points: tpot_ms_mean / that of the baseline at the same offered rate"),
@@ -181,16 +181,62 @@ METRICS: tuple[Metric, ...] = (
         1,
         "mean",
         True,
-        "per request: (output tokens − 1) / (e2e − ttft), the single-stream tok/s a user of one stream sees; "
-        "then mean / median over requests",
+        "the single-stream tok/s a user of one stream sees, as a ratio of sums: Σ tokens after the first chunk "
+        "/ Σ seconds from the first chunk to the last, over the requests that have both (decode_excluded counts "
+        "the others), never a mean of per-request rates (one request whose last chunks came microseconds "
+        "apart read 30,807 tok/s and ruled such a mean). A point's is its windows' Σ decode_tokens / Σ decode_s, "
+        "its interval the ratio estimator's over the windows: se = √(Σ (tokens_i − R · s_i)² / (n (n − 1))) "
+        "/ mean(s_i), Student-t with n − 1 degrees of freedom on the log scale (bounds in _lo/_hi)",
         _T,
-        stats=("mean", "p50"),
         peers=Peers(
             "none (1000 / Mean TPOT is its inverse of a mean)",
             "Output Token Throughput Per User (`output_token_throughput_per_user`)",
             "none (1000 / `inter_token_latency_ms`)",
-            "AIPerf's is the same per-request ratio; the inverse of a mean TPOT is not the mean of the speeds",
+            "AIPerf's is the mean of per-request ratios, which a request with microseconds between its first and "
+            "last chunk inflates without bound; specexp's pools the tokens and the seconds",
         ),
+    ),
+    Metric(
+        "decode_speed_p50",
+        "stream tok/s p50",
+        "tok/s",
+        1,
+        "mean",
+        True,
+        "per request: tokens after the first chunk / seconds from the first chunk to the last, the median over "
+        "the requests that have a decode (a percentile stays per request)",
+        _T,
+    ),
+    Metric(
+        "decode_tokens",
+        "decode tokens",
+        "count",
+        0,
+        "sum",
+        None,
+        "Σ tokens after the first chunk over the requests with a decode (decode_speed's numerator)",
+        _M,
+    ),
+    Metric(
+        "decode_s",
+        "decode s",
+        "s",
+        2,
+        "sum",
+        None,
+        "Σ seconds from the first chunk to the last over the requests with a decode (decode_speed's denominator)",
+        _M,
+    ),
+    Metric(
+        "decode_excluded",
+        "no decode",
+        "count",
+        0,
+        "sum",
+        None,
+        "successful requests without a decode rate (a single chunk, or no time between the first and last "
+        "chunk): left out of decode_speed and decode_speed_p50",
+        _M,
     ),
     Metric(
         "ttft_ms",
@@ -741,7 +787,7 @@ _INDEXED = re.compile(r"^(?P<stem>.+)_(?P<i>\d+)$")
 # The columns of every table of points (console, markdown) and of a sweep comparison, in order.
 TABLE_KEYS = (
     "output_throughput",
-    "decode_speed_mean",
+    "decode_speed",
     "speedup",
     "accept_length",
     "accept_rate",
@@ -752,7 +798,7 @@ TABLE_KEYS = (
 # What an open loop adds to a table, and what an SLO adds, where a point has them.
 RATE_TABLE_KEYS = ("offered_rate", "achieved_rate")
 SLO_TABLE_KEYS = ("goodput", "slo_attainment")
-COMPARE_KEYS = ("output_throughput", "decode_speed_mean", "accept_length", "ttft_ms_p50", "tpot_ms_p50")
+COMPARE_KEYS = ("output_throughput", "decode_speed", "accept_length", "ttft_ms_p50", "tpot_ms_p50")
 # Metrics summed over a point's windows (and launches) rather than averaged.
 COUNT_KEYS = tuple(k for m in METRICS if m.aggregate == "sum" for k in m.names())
 

@@ -11,6 +11,8 @@ Three kinds of estimate, each saying how its interval is made:
   windows) would be too narrow exactly when the verdict needs to be careful.
 - ``log``: a positive quantity (a ratio of two arms, a rate) whose Student-t interval is made on
   log(value), ``exp(log value ± t · se)``: asymmetric, and never below 0. ``se`` is on the log scale.
+- ``log`` also holds a ratio of sums over windows (``ratio_of_sums``: tokens over seconds), its
+  se from the ratio estimator's residuals.
 - ``proportion``: ``value`` = k / n over ``n`` trials (``df`` holds n), with the Clopper-Pearson
   (exact binomial) interval: never outside [0, 1].
 """
@@ -155,6 +157,21 @@ def paired(num: Sequence[float], den: Sequence[float]) -> Estimate:
     logs = np.log(np.asarray(num, dtype=float) / np.asarray(den, dtype=float))
     est = estimate(logs)
     return Estimate(math.exp(est.value), est.se, est.df, "log")
+
+
+def ratio_of_sums(num: Sequence[float], den: Sequence[float]) -> Estimate:
+    """Σ num / Σ den over independent windows (a rate pooled over its windows: tokens over seconds),
+    with the ratio estimator's interval across the windows: its standard error from the residuals
+    num_i − R · den_i, se(R) = √(Σ residual² / (n (n − 1))) / mean(den), taken relative to R and made
+    on the log scale with n − 1 degrees of freedom, so that it never reaches below 0."""
+    y, x = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    value = float(y.sum() / x.sum())
+    n = y.size
+    if n < 2 or value <= 0:
+        return Estimate(value)
+    residuals = y - value * x
+    se = math.sqrt(float(np.sum(residuals**2)) / (n * (n - 1))) / float(x.mean())
+    return Estimate(value, se / value, n - 1, "log")
 
 
 def from_interval(value: float, half: float | None, n: int) -> Estimate:

@@ -45,9 +45,9 @@ _NOT_IDENTITY = ("sweep_id", "run_name", "max_batch", "dry_run", "repeat", "meas
 # ratio would say how soon the last request ended, not capacity; there speculation shows in per-stream
 # speed, goodput and latency at the same offered rate.
 RATIOS = {
-    "closed": (("speedup", "output_throughput"), ("decode_speedup", "decode_speed_mean"), ("goodput_ratio", "goodput")),
+    "closed": (("speedup", "output_throughput"), ("decode_speedup", "decode_speed"), ("goodput_ratio", "goodput")),
     "rate": (
-        ("decode_speedup", "decode_speed_mean"),
+        ("decode_speedup", "decode_speed"),
         ("goodput_ratio", "goodput"),
         ("ttft_ratio", "ttft_ms_mean"),
         ("tpot_ratio", "tpot_ms_mean"),

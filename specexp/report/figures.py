@@ -140,7 +140,7 @@ def figures(rows: Sequence[PointResult], crossovers: dict[str, float]) -> list[F
             "Single-stream decode speed",
             x,
             "tok/s per stream",
-            _vs_load(series, "decode_speed_mean"),
+            _vs_load(series, "decode_speed"),
         ),
         Figure(
             "decode_speedup",

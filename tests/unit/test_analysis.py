@@ -31,7 +31,7 @@ def row(
     rel_ci: float | None = None,
     repeat: int = 0,
 ) -> PointResult:
-    metrics = {"output_throughput": tput, "decode_speed_mean": decode}
+    metrics = {"output_throughput": tput, "decode_speed": decode}
     if rel_ci is not None:
         metrics |= {"output_throughput_ci95": rel_ci * tput, "windows": 5}
     params = {
@@ -194,7 +194,7 @@ def windowed(drafter: str, batch: int, tputs: list[float], starts: list[float]) 
     """A point measured in windows of 1 s starting at ``starts``, with its aggregate as a point records it."""
     r = row(drafter, batch, 0.0)
     r.windows = [
-        {"output_throughput": t, "decode_speed_mean": t / 10, "window_start": s, "window_end": s + 1.0}
+        {"output_throughput": t, "decode_speed": t / 10, "window_start": s, "window_end": s + 1.0}
         for t, s in zip(tputs, starts, strict=True)
     ]
     r.metrics |= aggregate(r.windows, MeasureConfig(windows=len(tputs)))
