@@ -101,7 +101,7 @@ def _marks(stem: str, what: str, crossovers: dict[str, float]) -> dict[str, floa
         if key.startswith(f"{stem}.") and not key.endswith(("_lo", "_hi")):
             label = f"{key.removeprefix(f'{stem}.')} {what} ≈ {value:.1f}"
             lo, hi = crossovers.get(f"{key}_lo"), crossovers.get(f"{key}_hi")
-            marks[label + (f" (95% CI {lo:.1f}-{hi:.1f})" if lo is not None and hi is not None else "")] = value
+            marks[label + (f" [{lo:.1f}, {hi:.1f}]" if lo is not None and hi is not None else "")] = value
     return marks
 
 

@@ -16,6 +16,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from specexp.metrics.methods import LEVEL_TEXT, ratio_method
 from specexp.metrics.stats import Estimate, side
 from specexp.report.analysis import Analysis, Series, metric_estimate, slo_target
 from specexp.result import PointResult
@@ -33,17 +34,17 @@ def _keys(cross: dict[str, float], stem: str, name: str) -> list[str]:
 
 
 def _where(cross: dict[str, float], keys: list[str]) -> str:
-    """ "≈ 5.7 (95% CI 5.1-6.3)" per key (one-sided where a bound is open), with the settings that
-    tell a drafter's series apart."""
+    """ "≈ 5.7 [5.1, 6.3]" per key (one-sided where a bound is open), with the settings that tell a
+    drafter's series apart."""
     parts = []
     for k in keys:
         lo, hi = cross.get(k + "_lo"), cross.get(k + "_hi")
         ci = (
-            f" (95% CI {lo:.1f}-{hi:.1f})"
+            f" [{lo:.1f}, {hi:.1f}]"
             if lo is not None and hi is not None
-            else f" (95% CI above {lo:.1f})"
+            else f" [{lo:.1f}, ∞)"
             if lo is not None
-            else f" (95% CI below {hi:.1f})"
+            else f" (0, {hi:.1f}]"
             if hi is not None
             else ""
         )
@@ -52,11 +53,11 @@ def _where(cross: dict[str, float], keys: list[str]) -> str:
 
 
 def share(row: PointResult) -> str:
-    """A point's SLO attainment with its interval: ``97% (95% CI 93-99%)``."""
+    """A point's SLO attainment with its interval: ``97% [93%, 99%]``."""
     est = metric_estimate(row, "slo_attainment")
     if est is None or not est.known:
         return f"{row.metrics['slo_attainment']:.0%}"
-    return f"{est.value:.0%} (95% CI {est.lo:.0%}-{est.hi:.0%})"
+    return f"{est.value:.0%} [{est.lo:.0%}, {est.hi:.0%}]"
 
 
 def verdict_class(speedup: Estimate) -> str:
@@ -66,8 +67,8 @@ def verdict_class(speedup: Estimate) -> str:
 
 
 def times(speedup: Estimate) -> str:
-    """``×1.13, 95% CI 1.09-1.17``, or ``×1.13`` without an interval."""
-    return f"×{speedup.value:.2f}" + (f", 95% CI {speedup.lo:.2f}-{speedup.hi:.2f}" if speedup.known else "")
+    """``×1.13 [1.09, 1.17]``, or ``×1.13`` without an interval."""
+    return f"×{speedup.value:.2f}" + (f" [{speedup.lo:.2f}, {speedup.hi:.2f}]" if speedup.known else "")
 
 
 LOADED = 1.0  # a 1-minute load average per core from which the host was busier than its cores
@@ -91,7 +92,8 @@ def inconclusive(s: Series, xs: Sequence[float]) -> str:
         causes.append(f"the load client used {v:.0%} of a core at {_at(s, [x])}")
     return (
         f"; inconclusive at {_at(s, xs)}: " + ", ".join(causes) + "; to narrow it, set measure.rel_ci (e.g. 0.05: "
-        "windows until ±5%), raise measure.windows, or repeats=3 (or measure on a quieter machine)"
+        "windows until the 95% half-width is 5% of the value), raise measure.windows, or repeats=3 (or measure "
+        "on a quieter machine)"
     )
 
 
@@ -120,8 +122,8 @@ def break_even(s: Series) -> str | None:
 
 
 def describe(s: Series) -> str:
-    """One line per series, e.g. "tiny pays up to batch 8 (×1.13 ± 0.04), loses from batch 16
-    (×0.49 ± 0.05); break-even between 9 and 14 (95%)"."""
+    """One line per series, e.g. "tiny pays up to batch 8 (×1.13 [1.09, 1.17]), loses from batch 16
+    (×0.49 [0.44, 0.54]); break-even between 9 and 14 (95%)"."""
     doubtful = set(s.unstable) | set(s.unsettled)
     trusted = [(x, p) for x, p in s.points.items() if x not in doubtful]
     runs = [(cls, list(group)) for cls, group in itertools.groupby(trusted, key=lambda xp: verdict_class(xp[1]))]
@@ -165,8 +167,26 @@ def describe(s: Series) -> str:
 
 
 def verdicts(rows: Sequence[PointResult], analysis: Analysis) -> list[str]:
-    """The answer in words: one line per speedup series, then the SLO rates of a rate sweep."""
-    return [describe(s) for s in analysis.series] + slo_verdicts(rows, analysis.crossovers)
+    """The answer in words: one line per speedup series, then the SLO rates of a rate sweep, then how
+    its intervals were made (``how``)."""
+    lines = [describe(s) for s in analysis.series] + slo_verdicts(rows, analysis.crossovers)
+    return [*lines, how] if lines and (how := methods(rows, analysis)) else lines
+
+
+def methods(rows: Sequence[PointResult], analysis: Analysis) -> str | None:
+    """One line on how the verdict's intervals were made: ``95% CI [lo, hi]: speedups paired t over 8
+    window pairs (log scale); break-evens: ...``; None when it has no interval."""
+    parts = []
+    if any(s.intervals for s in analysis.series):
+        pairs = [m["windows_paired"] for m in analysis.speedups.values()]
+        parts.append(f"speedups {ratio_method(pairs)}")
+        parts.append(
+            "break-evens: the 2.5% and 97.5% quantiles of where the speedups, drawn from every point's "
+            "interval together, first and last fall below 1"
+        )
+    if any(r.ok and r.load == "rate" and "slo_attainment" in r.metrics for r in rows):
+        parts.append("SLO attainment: Clopper-Pearson over requests")
+    return f"{LEVEL_TEXT} CI [lo, hi]: " + "; ".join(parts) if parts else None
 
 
 def _slo_text(rows: Sequence[PointResult]) -> str:

@@ -21,7 +21,10 @@ def test_a_multi_line_setting_stays_in_its_cell() -> None:
     assert len(lines) == 3 and lines[2] == "| torch/tiny | Answer briefly.<br><br>{prompt}<br>\\| end |"
     assert escape("a\r\nb") == "a<br>b"
     rows = [point("tiny", [1.0, 2.0], **{"workload.prompt_format": fmt_text})]
-    assert len(points_markdown(rows, ["workload.prompt_format"]).splitlines()) == 3
+    text, how = points_markdown(rows, ["workload.prompt_format"]).split("\n\n")
+    assert len(text.splitlines()) == 3
+    assert "| 1.5 [-4.9, 7.9] |" in text  # an interval as [lo, hi], never ± half its width
+    assert how == "[lo, hi]: 95% intervals; output tok/s: Student-t over 2 windows"
 
 
 def test_a_grids_swept_group_and_a_rate_sweeps_rate_are_not_columns_of_their_own() -> None:

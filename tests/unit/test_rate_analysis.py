@@ -73,11 +73,12 @@ def test_the_highest_rate_within_the_slo_per_drafter_with_bounds() -> None:
 
 def test_verdict_names_the_sustained_rate_and_where_speculation_stops_paying() -> None:
     rows = sweep(ci=0.03)
-    speed, none_slo, tiny_slo = verdicts(rows, apply(rows))
-    assert speed.startswith("tiny (per-stream decode speed) pays up to rate 4 req/s (×1.10, 95% CI 1.0")
-    assert "loses from rate 8 req/s (×0.70, 95% CI 0.6" in speed and "; break-even between 4." in speed
-    assert none_slo.startswith("with none, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 2.5 (95% CI 2.")
-    assert tiny_slo.startswith("with tiny, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 4.3 (95% CI 4.")
+    speed, none_slo, tiny_slo, how = verdicts(rows, apply(rows))
+    assert speed.startswith("tiny (per-stream decode speed) pays up to rate 4 req/s (×1.10 [1.0")
+    assert "loses from rate 8 req/s (×0.70 [0.6" in speed and "; break-even between 4." in speed
+    assert none_slo.startswith("with none, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 2.5 [2.")
+    assert tiny_slo.startswith("with tiny, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 4.3 [4.")
+    assert how.endswith("; SLO attainment: Clopper-Pearson over requests")
 
 
 def test_verdict_when_every_or_no_rate_meets_the_slo() -> None:
