@@ -429,16 +429,61 @@ METRICS: tuple[Metric, ...] = (
         2,
         "mean",
         True,
-        "open loop: successful completions over a span as long as offered_rate's, S, that starts at the first "
-        "completion (the completions after it, within S, / S): at most offered_rate by construction; below it "
-        "when the server or the client's load.max_concurrency cannot keep up (the point is saturated)",
+        "open loop: the measured arrivals served ok, at the rate they arrived: offered_rate × (requests ok / "
+        "measured requests), over the same arrival span S; a server that keeps up reads the offered rate, and "
+        "goodput ≤ achieved_rate ≤ offered_rate by construction. Whether completions keep up is read "
+        "separately (completion_rate, saturated)",
         _O,
         peers=Peers(
             "Request throughput (`request_throughput`)",
             "Request Throughput (`request_throughput`)",
             "`requests_per_second`",
-            "completed requests / the benchmark's duration: a burst that drains can read above the offered rate",
+            "completed requests / the benchmark's duration: a burst that drains can read above the offered rate, "
+            "and a short run reads below it by its last request's latency",
         ),
+    ),
+    Metric(
+        "completion_rate",
+        "completed req/s",
+        "req/s",
+        2,
+        "mean",
+        True,
+        "open loop: the successful completions after the first / the seconds from the first to the last; a "
+        "point's is its windows' Σ completions / Σ completion_s, with the ratio estimator's interval over the "
+        "windows (as decode_speed's)",
+        _O,
+    ),
+    Metric(
+        "completions",
+        "completions",
+        "count",
+        0,
+        "sum",
+        None,
+        "open loop: successful completions after the window's first (completion_rate's numerator)",
+        _M,
+    ),
+    Metric(
+        "completion_s",
+        "completion s",
+        "s",
+        2,
+        "sum",
+        None,
+        "open loop: seconds from the window's first successful completion to its last (completion_rate's denominator)",
+        _M,
+    ),
+    Metric(
+        "saturated",
+        "saturated",
+        "",
+        0,
+        "mean",
+        None,
+        "open loop, per point: 1 when the completions fell behind the arrivals (completion_rate's whole 95% "
+        "interval below offered_rate), 0 when its interval does not show that; absent without an interval",
+        _O,
     ),
     Metric(
         "queue_ms",
@@ -459,7 +504,9 @@ METRICS: tuple[Metric, ...] = (
         "mean",
         True,
         "measured requests meeting every SLO set (first chunk − arrival ≤ slo.ttft_ms, TPOT ≤ slo.tpot_ms; the "
-        "arrival is the scheduled one in an open loop) / window seconds; only with an SLO set. Its interval is "
+        "arrival is the scheduled one in an open loop) per second: an open loop's at the rate they arrived, "
+        "offered_rate × slo_met / measured requests (so goodput ≤ achieved_rate), a closed loop's over the "
+        "window seconds; only with an SLO set. Its interval is "
         "made on the log scale (mean × exp(± t · se / mean), bounds in _lo/_hi): never below 0",
         _O,
     ),

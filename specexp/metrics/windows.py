@@ -22,7 +22,7 @@ TREND_KEY = "output_throughput"  # the window metric precision is judged on
 WINDOW_TIMES = ("window_start", "window_end")
 RATES = ("goodput",)  # non-negative rates: intervals on the log scale (stats.positive)
 # Ratios of sums: key -> (numerator, denominator), each window's sums (stats.ratio_of_sums).
-POOLED = {"decode_speed": ("decode_tokens", "decode_s")}
+POOLED = {"decode_speed": ("decode_tokens", "decode_s"), "completion_rate": ("completions", "completion_s")}
 
 
 def rel_half_width(values: Sequence[float]) -> float:
@@ -44,6 +44,14 @@ def more_windows(values: Sequence[float], measure: MeasureConfig, elapsed_s: flo
     if len(values) >= measure.max_windows or (measure.max_s is not None and elapsed_s >= measure.max_s):
         return False
     return not enough(values, measure)
+
+
+def saturated(point: dict[str, float]) -> dict[str, float]:
+    """``saturated``: 1 when the completions fell behind the arrivals, the completion rate's whole 95%
+    interval below the offered rate; 0 when the interval does not show it; absent without an interval."""
+    if "completion_rate_hi" not in point or "offered_rate" not in point:
+        return {}
+    return {"saturated": float(point["completion_rate_hi"] < point["offered_rate"])}
 
 
 def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> dict[str, float]:
@@ -73,6 +81,7 @@ def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> di
         parts = [(w[num], w[den]) for w in windows if w.get(den, 0.0) > 0]
         if parts:
             out |= interval_keys(key, ratio_of_sums(*zip(*parts, strict=True)))
+    out |= saturated(out)
     if "slo_met" in out:
         trials = out.get("requests_ok", 0.0) + out.get("requests_failed", 0.0)
         out |= interval_keys("slo_attainment", proportion(int(out["slo_met"]), int(trials)))

@@ -199,21 +199,44 @@ def _slo_text(rows: Sequence[PointResult]) -> str:
 
 
 def slo_verdicts(rows: Sequence[PointResult], cross: dict[str, float]) -> list[str]:
-    """Per drafter of a rate sweep, the baseline included: up to which rate enough requests meet the SLO."""
+    """Per drafter of a rate sweep, the baseline included: up to which rate enough requests meet the SLO,
+    claiming of each rate only what its attainment's interval supports (``cannot tell`` where it holds
+    the target)."""
     lines = []
     rated = [r for r in rows if r.ok and r.load == "rate" and "slo_attainment" in r.metrics]
     for name in dict.fromkeys(r.drafter for r in rated):
         mine = sorted((r for r in rated if r.drafter == name), key=lambda r: r.rate or 0.0)
-        pts = [(r.rate, r.metrics["slo_attainment"]) for r in mine]
         target = min(slo_target(r) for r in mine)
         goal = f"{target:.0%} of requests meet the SLO{_slo_text(mine)}"
         keys = _keys(cross, "slo_max_rate", name)
+        classes = [_meets(r) for r in mine]
         if keys:
             lines.append(f"with {name}, {goal} up to {_where(cross, keys)} req/s")
-        elif all(a >= slo_target(r) for r, (_, a) in zip(mine, pts, strict=True)):
+        elif all(c == 1 for c in classes):
             lines.append(
-                f"with {name}, {goal} at every measured rate (up to {pts[-1][0]:g} req/s: attainment {share(mine[-1])})"
+                f"with {name}, {goal} at every measured rate (up to {mine[-1].rate:g} req/s: attainment "
+                f"{share(mine[-1])})"
             )
         else:
-            lines.append(f"with {name}, fewer than {goal} already at {pts[0][0]:g} req/s (attainment {share(mine[0])})")
+            j = next(i for i, c in enumerate(classes) if c != 1)
+            at = f"{mine[j].rate:g} req/s (attainment {share(mine[j])})"
+            upto = f"with {name}, {goal} up to {mine[j - 1].rate:g} req/s"
+            if classes[j] == -1:
+                lines.append(f"{upto}, fewer from {at}" if j else f"with {name}, fewer than {goal} already at {at}")
+            else:
+                doubt = f"its interval holds {target:.0%}"
+                lines.append(
+                    f"{upto}; cannot tell at {at}: {doubt}"
+                    if j
+                    else f"with {name}, cannot tell whether {goal} at {at}: {doubt}"
+                )
     return lines
+
+
+def _meets(row: PointResult) -> int:
+    """+1 where the attainment's 95% interval lies at or above the point's slo.target, -1 where it lies
+    below, 0 where it holds the target (or there is no interval: the value alone claims nothing)."""
+    est = metric_estimate(row, "slo_attainment")
+    if est is None or not est.known:
+        return 0
+    return side(est, slo_target(row))
