@@ -31,8 +31,8 @@ def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
 
 def points_markdown(rows: Sequence[PointResult], settings: Sequence[str] = ()) -> str:
     """config × ``settings`` (a study's tuned keys) × load → throughput, single-stream speed, speedup,
-    acceptance, latency, (rates, goodput,) status; ``[lo, hi]`` where the point has an interval, and below
-    the table one line on how the intervals were made."""
+    acceptance, latency, (rates, goodput,) status; ``[lo, hi]`` where the point has an interval (how they
+    were made: points_methods)."""
     names = labels(series_key(r) for r in rows)
     flats = summary_rows(list(rows), settings)
     keys = table_keys(flats)
@@ -43,8 +43,13 @@ def points_markdown(rows: Sequence[PointResult], settings: Sequence[str] = ()) -
         cells = [cell(flat, key) for key in keys]
         tuned = [fmt(flat.get(key) or None) for key in [*trials]] + [fmt(flat.get(key)) for key in settings]
         body.append([names[series_key(row)], *tuned, load_cell(flat), *cells, str(flat["status"])])
-    how = methods_line(keys, flats)
-    return table(headers, body) + (f"\n\n{how}" if how else "")
+    return table(headers, body)
+
+
+def points_methods(rows: Sequence[PointResult], settings: Sequence[str] = ()) -> str | None:
+    """The line under points_markdown's table that says how its intervals were made."""
+    flats = summary_rows(list(rows), settings)
+    return methods_line(table_keys(flats), flats)
 
 
 def categories_markdown(rows: Sequence[PointResult]) -> str | None:
@@ -117,6 +122,8 @@ def sweep_report(
 ) -> str:
     failed = sum(not r.ok for r in rows)
     parts = [f"# {title}", f"{len(rows)} points, {failed} failed", points_markdown(rows, settings)]
+    if how := points_methods(rows, settings):
+        parts.append(how)
     per_category = categories_markdown(rows)
     if per_category:
         parts.append(per_category)
