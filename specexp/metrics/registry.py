@@ -790,8 +790,9 @@ METRICS: tuple[Metric, ...] = (
         "per drafter (parent run): the batch at which speculation stops winning on output_throughput (speedup "
         "first below 1), interpolated in log2(batch) between measured batches; absent when it always or never "
         "wins. Its 95% bounds (_lo/_hi), from joint draws of every point's speedup distribution (the draws "
-        "the verdict's classes are decided on): _lo the 2.5% tail of where a draw first falls below 1, _hi the "
-        "97.5% one of where it last does; absent where open (a tail of draws below 1 from the first batch on / "
+        "the verdict's classes are decided on): _lo the 2.5% / m tail of where a draw first falls below 1, _hi "
+        "the (1 − 2.5% / m) one of where it last does, m the series' points (Bonferroni, so that the bounds and the "
+        "classes hold jointly at 95%); absent where open (a tail of draws below 1 from the first batch on / "
         "never below 1)",
         _W,
         labelled=True,

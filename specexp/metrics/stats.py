@@ -35,9 +35,11 @@ TAIL = (1 - LEVEL) / 2  # 0.025
 DRAWS = 3999
 
 
-def tail_count(draws: int) -> int:
-    """How many draws make a 2.5% tail: fewer draws than this below 1 and a point "pays"."""
-    return math.ceil(TAIL * draws)
+def tail_count(draws: int, family: int = 1) -> int:
+    """How many draws make a 2.5% tail (2.5% / ``family`` for a class or a bound that holds jointly with
+    ``family`` − 1 others: Bonferroni's simultaneous intervals): fewer draws than this below 1 and a
+    point "pays"."""
+    return math.ceil(TAIL / family * draws - 1e-9)
 
 
 @lru_cache(maxsize=8)
@@ -225,12 +227,14 @@ def combine(parts: Sequence[Estimate]) -> Estimate:
     return Estimate(math.exp(centre), se, df, "log") if log else Estimate(centre, se, df)
 
 
-def side(est: Estimate, level: float = 1.0, draws: int = DRAWS) -> int:
+def side(est: Estimate, level: float = 1.0, draws: int = DRAWS, family: int = 1) -> int:
     """Where the estimate lies against ``level``, decided on its draws: +1 when fewer than a 2.5% tail
     of them fall below it (the 95% interval lies at or above), -1 when fewer than that reach it (the
-    interval lies below), 0 otherwise. The break-even interval reads these same draws."""
+    interval lies below), 0 otherwise. With ``family`` > 1 the tail is 2.5% / family, so that the
+    classes of ``family`` points hold jointly at 95% (Bonferroni). The break-even interval reads these
+    same draws."""
     values = on_grid(est, draws)
-    tail = tail_count(draws)
+    tail = tail_count(draws, family)
     below = int(np.count_nonzero(values < level))
     if below < tail:
         return 1

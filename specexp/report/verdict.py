@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 
 from specexp.metrics.methods import LEVEL_TEXT, ratio_method
-from specexp.metrics.stats import Estimate, side
+from specexp.metrics.stats import LEVEL, TAIL, Estimate, side
 from specexp.report.analysis import Analysis, Series, metric_estimate, slo_target
 from specexp.result import PointResult
 
@@ -60,10 +60,11 @@ def share(row: PointResult) -> str:
     return f"{est.value:.0%} [{est.lo:.0%}, {est.hi:.0%}]"
 
 
-def verdict_class(speedup: Estimate) -> str:
-    """pays / loses / same, decided on the estimate's draws (stats.side): its 95% interval at or
-    above 1, below 1, or across it."""
-    return {1: PAYS, -1: LOSES, 0: SAME}[side(speedup)]
+def verdict_class(speedup: Estimate, family: int = 1) -> str:
+    """pays / loses / same, decided on the estimate's draws (stats.side): its interval at or above 1,
+    below 1, or across it, at 95% jointly with the ``family`` − 1 other points of its series
+    (Bonferroni: each at 1 − 5% / family)."""
+    return {1: PAYS, -1: LOSES, 0: SAME}[side(speedup, family=family)]
 
 
 def times(speedup: Estimate) -> str:
@@ -108,17 +109,27 @@ def _bound(x: float) -> str:
 
 
 def break_even(s: Series) -> str | None:
-    """``break-even between 9 and 14 (95%)``, open on a side where the interval is."""
+    """``break-even between 9 and 14 (first crossing, 95%)``, open on a side where the interval is; and,
+    where the speedup may fall below 1 later than that (a point beyond it undecided, or the curve
+    rising again), says so and how far."""
     value = s.axis.value.format
     if not s.intervals:
         return f"break-even ≈ {value(x=_bound(s.crossover))} (no interval)" if s.crossover is not None else None
-    if math.isfinite(s.lo) and math.isfinite(s.hi):
-        return f"break-even between {_bound(s.lo)} and {value(x=_bound(s.hi))} (95%)"
-    if math.isfinite(s.hi):
-        return f"break-even below {value(x=_bound(s.hi))} (95%)"
-    if math.isfinite(s.lo):
-        return f"break-even above {value(x=_bound(s.lo))} (95%)"
-    return None
+    lo, hi = s.lo, s.first_hi
+    if math.isfinite(lo) and math.isfinite(hi):
+        words = f"break-even between {_bound(lo)} and {value(x=_bound(hi))} (first crossing, 95%)"
+    elif math.isfinite(hi):
+        words = f"break-even below {value(x=_bound(hi))} (first crossing, 95%)"
+    elif math.isfinite(lo):
+        words = f"break-even above {value(x=_bound(lo))} (first crossing, 95%)"
+    else:
+        return None
+    if s.hi > hi:
+        later = [x for x, p in s.points.items() if x > hi and verdict_class(p, s.family) != LOSES]
+        where = f"undecided at {_at(s, later)}" if later else "its curve"
+        reach = f"up to {value(x=_bound(s.hi))}" if math.isfinite(s.hi) else "beyond the last measured point"
+        words += f"; {where}: the speedup may cross 1 again {reach}"
+    return words
 
 
 def describe(s: Series) -> str:
@@ -126,7 +137,8 @@ def describe(s: Series) -> str:
     (×0.49 [0.44, 0.54]); break-even between 9 and 14 (95%)"."""
     doubtful = set(s.unstable) | set(s.unsettled)
     trusted = [(x, p) for x, p in s.points.items() if x not in doubtful]
-    runs = [(cls, list(group)) for cls, group in itertools.groupby(trusted, key=lambda xp: verdict_class(xp[1]))]
+    grouped = itertools.groupby(trusted, key=lambda xp: verdict_class(xp[1], s.family))
+    runs = [(cls, list(group)) for cls, group in grouped]
     parts = []
     for i, (cls, run) in enumerate(runs):
         (first, first_est), (last, last_est) = run[0], run[-1]
@@ -161,7 +173,7 @@ def describe(s: Series) -> str:
         )
     for x in s.unsettled:
         line += f"; unsettled at {_at(s, [x])} (a cap stopped it before measure.windows windows): raise measure.max_s"
-    if s.intervals and (same := [x for x, p in trusted if verdict_class(p) == SAME]):
+    if s.intervals and (same := [x for x, p in trusted if verdict_class(p, s.family) == SAME]):
         line += inconclusive(s, same)
     return line
 
@@ -179,10 +191,15 @@ def methods(rows: Sequence[PointResult], analysis: Analysis) -> str | None:
     parts = []
     if any(s.intervals for s in analysis.series):
         pairs = [m["windows_paired"] for m in analysis.speedups.values()]
-        parts.append(f"speedups {ratio_method(pairs)}")
+        parts.append(f"speedups {ratio_method(pairs)}, each 95% alone")
+        families = sorted({s.family for s in analysis.series if s.intervals})
+        sizes = "/".join(str(m) for m in families)
         parts.append(
-            "break-evens: the 2.5% and 97.5% quantiles of where the speedups, drawn from every point's "
-            "interval together, first and last fall below 1"
+            f"pays / loses / no measurable difference and the break-even hold jointly at 95% over each series' "
+            f"{sizes} points (Bonferroni: each class at {1 - (1 - LEVEL) / max(families):.1%} where a series has "
+            f"{max(families)}); break-evens: the {TAIL / max(families):.2%} and {1 - TAIL / max(families):.2%} "
+            "quantiles of where the speedups, drawn from every point's distribution together, first and last "
+            "fall below 1"
         )
     if any(r.ok and r.load == "rate" and "slo_attainment" in r.metrics for r in rows):
         parts.append("SLO attainment: Clopper-Pearson over requests")

@@ -147,10 +147,11 @@ def test_verdict_states_where_it_pays_and_loses_with_intervals() -> None:
     assert line.startswith("tiny pays up to batch 4 (×1.13 [1.1")
     assert "no measurable difference at batch 8" in line
     assert "loses from batch 16 (×0.49 [0.4" in line
-    assert "; break-even between " in line and " (95%); " in line
+    assert "; break-even between " in line and " (first crossing, 95%); " in line
     assert "inconclusive at batch 8: the widest interval is at batch 8 (×0.98 [0.9" in line
     assert "±" not in line and " CI " not in line  # the level and method are said once, on their own line
-    assert how.startswith("95% CI [lo, hi]: speedups unpaired Welch t (log scale) at 5 of 5 points; break-evens: ")
+    assert how.startswith("95% CI [lo, hi]: speedups unpaired Welch t (log scale) at 5 of 5 points, each 95% alone; ")
+    assert "hold jointly at 95% over each series' 5 points (Bonferroni: each class at 99.0% " in how
     assert "windows did not take turns" in line and line.endswith("(or measure on a quieter machine)")
 
 
@@ -224,7 +225,7 @@ def test_windows_that_took_turns_are_paired_and_the_unpaired_figure_kept_beside(
     assert m["speedup_ci95"] < m["speedup_unpaired_ci95"] / 10
     line, how = verdicts(rows, analysis)
     assert line.startswith("tiny pays at batch 4 (×1.30 [1.2")
-    assert how.startswith("95% CI [lo, hi]: speedups paired t over 4 window pairs (log scale); break-evens: ")
+    assert how.startswith("95% CI [lo, hi]: speedups paired t over 4 window pairs (log scale), each 95% alone; ")
 
 
 def test_windows_one_arm_after_the_other_are_not_paired() -> None:
