@@ -844,7 +844,7 @@ TABLE_KEYS = (
     "tpot_ms_p50",
 )
 # What an open loop adds to a table, and what an SLO adds, where a point has them.
-RATE_TABLE_KEYS = ("offered_rate", "achieved_rate")
+RATE_TABLE_KEYS = ("offered_rate", "achieved_rate", "completion_rate")  # completions: saturation
 SLO_TABLE_KEYS = ("goodput", "slo_attainment")
 COMPARE_KEYS = ("output_throughput", "decode_speed", "accept_length", "ttft_ms_p50", "tpot_ms_p50")
 # Metrics summed over a point's windows (and launches) rather than averaged.

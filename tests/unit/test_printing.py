@@ -8,6 +8,7 @@ from rich.console import Console
 
 from specexp.console import fmt, points_table
 from specexp.metrics.methods import methods_line
+from specexp.metrics.registry import table_keys
 from specexp.metrics.stats import Estimate
 from specexp.report.summary import summary_rows, write_csv
 from specexp.result import PointResult
@@ -57,3 +58,9 @@ def test_summary_csv_holds_each_interval_as_its_ends(tmp_path: Path) -> None:
     assert header[at : at + 4] == ["output_throughput", *(f"output_throughput_{s}" for s in ("ci95", "lo", "hi"))]
     assert (float(spec["output_throughput_lo"]), float(spec["output_throughput_hi"])) == (89.0, 97.0)
     assert float(spec["speedup_lo"]) == SPEEDUP.lo and float(spec["speedup_hi"]) == SPEEDUP.hi
+
+
+def test_a_rate_table_shows_the_completions_beside_the_offered_and_achieved_rates() -> None:
+    """The achieved rate reads the offered one by construction; saturation shows in the completions."""
+    row = {"load.kind": "rate", "offered_rate": 1.0, "achieved_rate": 1.0, "completion_rate": 0.62}
+    assert table_keys([row])[-3:] == ("offered_rate", "achieved_rate", "completion_rate")
