@@ -8,9 +8,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from specexp import live
 from specexp.config import ConfigError
+from specexp.metrics.methods import methods_line
 from specexp.metrics.registry import digits, header, table_keys
 from specexp.result import PointResult
 
@@ -35,19 +37,32 @@ def interval_places(half: float, fallback: int) -> int:
     return min(6, max(0, 1 - math.floor(math.log10(abs(half)))))
 
 
-def fmt(value: Any, digits: int = 1, ci: Any = None) -> str:
-    """A number with thousands separators, and ``± ci`` (both to the places the interval sets) where
-    it has an interval; "-" when absent. Every table, report and console line formats through here."""
+def fmt(value: Any, digits: int = 1, ci: Any = None, bounds: tuple[Any, Any] | None = None) -> str:
+    """A number with thousands separators and, where it has an interval, the interval as ``[lo, hi]``
+    (all to the places the interval sets): ``bounds`` as given (a ratio's, a rate's or a proportion's
+    are asymmetric), else ``value ± ci``'s ends; "-" when absent. Never ``±``: half an asymmetric
+    interval's width would misstate both ends. Every table, report and console line formats through
+    here, and says once how its intervals were made (specexp.metrics.methods)."""
     if value is None or value == "":
         return "-"
-    if isinstance(value, int) and not isinstance(value, bool) and ci is None:
+    if isinstance(value, int) and not isinstance(value, bool) and ci is None and bounds is None:
         return f"{value:,}"
     if isinstance(value, int | float):
-        if ci is None:
+        if bounds is None or None in bounds:
+            bounds = None if ci is None else (value - ci, value + ci)
+        if bounds is None:
             return f"{value:,.{digits}f}"
-        places = interval_places(float(ci), digits)
-        return f"{value:,.{places}f} ± {ci:,.{places}f}"
+        lo, hi = float(bounds[0]), float(bounds[1])
+        places = interval_places((hi - lo) / 2, digits)
+        return f"{value:,.{places}f} [{lo:,.{places}f}, {hi:,.{places}f}]"
     return str(value)
+
+
+def cell(row: dict[str, Any], key: str) -> str:
+    """A flat row's metric with its interval: its recorded bounds (``<key>_lo`` / ``<key>_hi``) where it
+    has them, else its symmetric ``<key>_ci95``."""
+    bounds = (row.get(f"{key}_lo"), row.get(f"{key}_hi"))
+    return fmt(row.get(key), digits(key), row.get(f"{key}_ci95"), bounds)
 
 
 def load_header(rows: Sequence[dict[str, Any]]) -> str:
@@ -65,8 +80,9 @@ def load_cell(row: dict[str, Any]) -> str:
 def points_table(rows: Sequence[dict[str, Any]], title: str, settings: Sequence[str] = ()) -> Table:
     """engine × drafter × ``settings`` (a study's tuned keys) × load → the headline columns and status
     (rows from report.summary.summary_rows)."""
-    table = Table(title=title)
     keys = table_keys(rows)
+    how = methods_line(keys, rows)
+    table = Table(title=title, caption=Text(how) if how else None)  # Text: "[lo, hi]" is no markup tag
     trials = any("trial" in row for row in rows)
     if trials:
         table.add_column("trial", justify="right", min_width=5)
@@ -79,7 +95,7 @@ def points_table(rows: Sequence[dict[str, Any]], title: str, settings: Sequence[
         table.add_column(header(key), justify="right")
     table.add_column("status")
     for row in rows:
-        cells = [fmt(row.get(key), digits(key), row.get(f"{key}_ci95")) for key in keys]
+        cells = [cell(row, key) for key in keys]
         table.add_row(
             *([fmt(row.get("trial") or None)] if trials else []),
             fmt(row.get("engine.name")),

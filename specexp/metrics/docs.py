@@ -46,8 +46,10 @@ in the job's output folder, written before anything is sent to MLflow.
   windows at the point's concurrency, discarded. No measured window is dropped. Counts are summed over
   the windows and every other metric is their mean, with `<key>_ci95` (the 95% Student-t half-width
   over windows, exact scipy quantiles) beside it; a rate (`goodput`) gets its interval on the log
-  scale and a proportion (`slo_attainment`) the exact binomial one over requests, both with their
-  bounds as `<key>_lo` / `<key>_hi`.
+  scale, a ratio of sums (`decode_speed`, `completion_rate`: the windows' summed tokens or completions
+  over their summed seconds, never a mean of per-request rates) the ratio estimator's over windows,
+  and a proportion (`slo_attainment`) the exact binomial one over requests, all with their bounds as
+  `<key>_lo` / `<key>_hi`. Every output prints an interval as `[lo, hi]` and says once how it was made.
 - A speculative point's ratios to its baseline (`speedup`, ...) are paired where the two arms' windows
   took turns (mean log ratio of partner windows, Student-t over the pairs with pairs − 1 degrees of
   freedom, exponentiated; the pairs are the blocks, so the machine's drift between pairs cancels), else

@@ -76,7 +76,7 @@ RATIO_METRICS = (
         "closed loop only: output_throughput / that of the baseline, the point of the same sweep that differs only "
         "in drafter=none (a rate point has none: both arms carry the offered rate)",
     ),
-    ("decode_speedup", "stream speedup", "decode_speed_mean / that of the baseline"),
+    ("decode_speedup", "stream speedup", "decode_speed / that of the baseline"),
     ("goodput_ratio", "goodput ratio", "goodput / that of the baseline (with an SLO set)"),
     ("ttft_ratio", "TTFT ratio", "rate points: ttft_ms_mean / that of the baseline at the same offered rate"),
     ("tpot_ratio", "TPOT ratio", "rate points: tpot_ms_mean / that of the baseline at the same offered rate"),
@@ -181,16 +181,62 @@ METRICS: tuple[Metric, ...] = (
         1,
         "mean",
         True,
-        "per request: (output tokens − 1) / (e2e − ttft), the single-stream tok/s a user of one stream sees; "
-        "then mean / median over requests",
+        "the single-stream tok/s a user of one stream sees, as a ratio of sums: Σ tokens after the first chunk "
+        "/ Σ seconds from the first chunk to the last, over the requests that have both (decode_excluded counts "
+        "the others), never a mean of per-request rates (one request whose last chunks came microseconds "
+        "apart read 30,807 tok/s and ruled such a mean). A point's is its windows' Σ decode_tokens / Σ decode_s, "
+        "its interval the ratio estimator's over the windows: se = √(Σ (tokens_i − R · s_i)² / (n (n − 1))) "
+        "/ mean(s_i), Student-t with n − 1 degrees of freedom on the log scale (bounds in _lo/_hi)",
         _T,
-        stats=("mean", "p50"),
         peers=Peers(
             "none (1000 / Mean TPOT is its inverse of a mean)",
             "Output Token Throughput Per User (`output_token_throughput_per_user`)",
             "none (1000 / `inter_token_latency_ms`)",
-            "AIPerf's is the same per-request ratio; the inverse of a mean TPOT is not the mean of the speeds",
+            "AIPerf's is the mean of per-request ratios, which a request with microseconds between its first and "
+            "last chunk inflates without bound; specexp's pools the tokens and the seconds",
         ),
+    ),
+    Metric(
+        "decode_speed_p50",
+        "stream tok/s p50",
+        "tok/s",
+        1,
+        "mean",
+        True,
+        "per request: tokens after the first chunk / seconds from the first chunk to the last, the median over "
+        "the requests that have a decode (a percentile stays per request)",
+        _T,
+    ),
+    Metric(
+        "decode_tokens",
+        "decode tokens",
+        "count",
+        0,
+        "sum",
+        None,
+        "Σ tokens after the first chunk over the requests with a decode (decode_speed's numerator)",
+        _M,
+    ),
+    Metric(
+        "decode_s",
+        "decode s",
+        "s",
+        2,
+        "sum",
+        None,
+        "Σ seconds from the first chunk to the last over the requests with a decode (decode_speed's denominator)",
+        _M,
+    ),
+    Metric(
+        "decode_excluded",
+        "no decode",
+        "count",
+        0,
+        "sum",
+        None,
+        "successful requests without a decode rate (a single chunk, or no time between the first and last "
+        "chunk): left out of decode_speed and decode_speed_p50",
+        _M,
     ),
     Metric(
         "ttft_ms",
@@ -383,16 +429,61 @@ METRICS: tuple[Metric, ...] = (
         2,
         "mean",
         True,
-        "open loop: successful completions over a span as long as offered_rate's, S, that starts at the first "
-        "completion (the completions after it, within S, / S): at most offered_rate by construction; below it "
-        "when the server or the client's load.max_concurrency cannot keep up (the point is saturated)",
+        "open loop: the measured arrivals served ok, at the rate they arrived: offered_rate × (requests ok / "
+        "measured requests), over the same arrival span S; a server that keeps up reads the offered rate, and "
+        "goodput ≤ achieved_rate ≤ offered_rate by construction. Whether completions keep up is read "
+        "separately (completion_rate, saturated)",
         _O,
         peers=Peers(
             "Request throughput (`request_throughput`)",
             "Request Throughput (`request_throughput`)",
             "`requests_per_second`",
-            "completed requests / the benchmark's duration: a burst that drains can read above the offered rate",
+            "completed requests / the benchmark's duration: a burst that drains can read above the offered rate, "
+            "and a short run reads below it by its last request's latency",
         ),
+    ),
+    Metric(
+        "completion_rate",
+        "completed req/s",
+        "req/s",
+        2,
+        "mean",
+        True,
+        "open loop: the successful completions after the first / the seconds from the first to the last; a "
+        "point's is its windows' Σ completions / Σ completion_s, with the ratio estimator's interval over the "
+        "windows (as decode_speed's)",
+        _O,
+    ),
+    Metric(
+        "completions",
+        "completions",
+        "count",
+        0,
+        "sum",
+        None,
+        "open loop: successful completions after the window's first (completion_rate's numerator)",
+        _M,
+    ),
+    Metric(
+        "completion_s",
+        "completion s",
+        "s",
+        2,
+        "sum",
+        None,
+        "open loop: seconds from the window's first successful completion to its last (completion_rate's denominator)",
+        _M,
+    ),
+    Metric(
+        "saturated",
+        "saturated",
+        "",
+        0,
+        "mean",
+        None,
+        "open loop, per point: 1 when the completions fell behind the arrivals (completion_rate's whole 95% "
+        "interval below offered_rate), 0 when its interval does not show that; absent without an interval",
+        _O,
     ),
     Metric(
         "queue_ms",
@@ -413,7 +504,9 @@ METRICS: tuple[Metric, ...] = (
         "mean",
         True,
         "measured requests meeting every SLO set (first chunk − arrival ≤ slo.ttft_ms, TPOT ≤ slo.tpot_ms; the "
-        "arrival is the scheduled one in an open loop) / window seconds; only with an SLO set. Its interval is "
+        "arrival is the scheduled one in an open loop) per second: an open loop's at the rate they arrived, "
+        "offered_rate × slo_met / measured requests (so goodput ≤ achieved_rate), a closed loop's over the "
+        "window seconds; only with an SLO set. Its interval is "
         "made on the log scale (mean × exp(± t · se / mean), bounds in _lo/_hi): never below 0",
         _O,
     ),
@@ -697,8 +790,9 @@ METRICS: tuple[Metric, ...] = (
         "per drafter (parent run): the batch at which speculation stops winning on output_throughput (speedup "
         "first below 1), interpolated in log2(batch) between measured batches; absent when it always or never "
         "wins. Its 95% bounds (_lo/_hi), from joint draws of every point's speedup distribution (the draws "
-        "the verdict's classes are decided on): _lo the 2.5% tail of where a draw first falls below 1, _hi the "
-        "97.5% one of where it last does; absent where open (a tail of draws below 1 from the first batch on / "
+        "the verdict's classes are decided on): _lo the 2.5% / m tail of where a draw first falls below 1, _hi "
+        "the (1 − 2.5% / m) one of where it last does, m the series' points (Bonferroni, so that the bounds and the "
+        "classes hold jointly at 95%); absent where open (a tail of draws below 1 from the first batch on / "
         "never below 1)",
         _W,
         labelled=True,
@@ -741,7 +835,7 @@ _INDEXED = re.compile(r"^(?P<stem>.+)_(?P<i>\d+)$")
 # The columns of every table of points (console, markdown) and of a sweep comparison, in order.
 TABLE_KEYS = (
     "output_throughput",
-    "decode_speed_mean",
+    "decode_speed",
     "speedup",
     "accept_length",
     "accept_rate",
@@ -750,9 +844,9 @@ TABLE_KEYS = (
     "tpot_ms_p50",
 )
 # What an open loop adds to a table, and what an SLO adds, where a point has them.
-RATE_TABLE_KEYS = ("offered_rate", "achieved_rate")
+RATE_TABLE_KEYS = ("offered_rate", "achieved_rate", "completion_rate")  # completions: saturation
 SLO_TABLE_KEYS = ("goodput", "slo_attainment")
-COMPARE_KEYS = ("output_throughput", "decode_speed_mean", "accept_length", "ttft_ms_p50", "tpot_ms_p50")
+COMPARE_KEYS = ("output_throughput", "decode_speed", "accept_length", "ttft_ms_p50", "tpot_ms_p50")
 # Metrics summed over a point's windows (and launches) rather than averaged.
 COUNT_KEYS = tuple(k for m in METRICS if m.aggregate == "sum" for k in m.names())
 

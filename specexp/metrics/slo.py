@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from specexp.config import SloConfig
 from specexp.metrics.requests import e2e_s, ttft_s, window_s
+from specexp.metrics.traffic import arrival_span
 from specexp.records import RequestRecord
 
 
@@ -29,11 +30,16 @@ def meets(r: RequestRecord, slo: SloConfig) -> bool:
 
 
 def compute(records: Sequence[RequestRecord], slo: SloConfig) -> dict[str, float]:
-    """``goodput`` (requests meeting every target / window seconds), ``slo_met`` (their count) and
-    ``slo_attainment`` (their share of the measured requests); {} when no target is set."""
+    """``goodput``, ``slo_met`` (the requests meeting every target) and ``slo_attainment`` (their share
+    of the measured requests); {} when no target is set. An open loop's goodput is over its arrival
+    span, as its achieved rate is (specexp.metrics.traffic: offered × met / n, so goodput ≤ achieved);
+    a closed loop's over the window's seconds."""
     if not slo.given or not records:
         return {}
     good = sum(meets(r, slo) for r in records)
     out = {"slo_met": float(good), "slo_attainment": good / len(records)}
+    if (arrivals := arrival_span(records)) is not None:
+        n, seconds = arrivals
+        return out | {"goodput": (n - 1) / seconds * good / n}
     window = window_s(records)
     return out | ({"goodput": good / window} if window > 0 else {})

@@ -11,6 +11,8 @@ Three kinds of estimate, each saying how its interval is made:
   windows) would be too narrow exactly when the verdict needs to be careful.
 - ``log``: a positive quantity (a ratio of two arms, a rate) whose Student-t interval is made on
   log(value), ``exp(log value ± t · se)``: asymmetric, and never below 0. ``se`` is on the log scale.
+- ``log`` also holds a ratio of sums over windows (``ratio_of_sums``: tokens over seconds), its
+  se from the ratio estimator's residuals.
 - ``proportion``: ``value`` = k / n over ``n`` trials (``df`` holds n), with the Clopper-Pearson
   (exact binomial) interval: never outside [0, 1].
 """
@@ -33,9 +35,11 @@ TAIL = (1 - LEVEL) / 2  # 0.025
 DRAWS = 3999
 
 
-def tail_count(draws: int) -> int:
-    """How many draws make a 2.5% tail: fewer draws than this below 1 and a point "pays"."""
-    return math.ceil(TAIL * draws)
+def tail_count(draws: int, family: int = 1) -> int:
+    """How many draws make a 2.5% tail (2.5% / ``family`` for a class or a bound that holds jointly with
+    ``family`` − 1 others: Bonferroni's simultaneous intervals): fewer draws than this below 1 and a
+    point "pays"."""
+    return math.ceil(TAIL / family * draws - 1e-9)
 
 
 @lru_cache(maxsize=8)
@@ -157,6 +161,21 @@ def paired(num: Sequence[float], den: Sequence[float]) -> Estimate:
     return Estimate(math.exp(est.value), est.se, est.df, "log")
 
 
+def ratio_of_sums(num: Sequence[float], den: Sequence[float]) -> Estimate:
+    """Σ num / Σ den over independent windows (a rate pooled over its windows: tokens over seconds),
+    with the ratio estimator's interval across the windows: its standard error from the residuals
+    num_i − R · den_i, se(R) = √(Σ residual² / (n (n − 1))) / mean(den), taken relative to R and made
+    on the log scale with n − 1 degrees of freedom, so that it never reaches below 0."""
+    y, x = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    value = float(y.sum() / x.sum())
+    n = y.size
+    if n < 2 or value <= 0:
+        return Estimate(value)
+    residuals = y - value * x
+    se = math.sqrt(float(np.sum(residuals**2)) / (n * (n - 1))) / float(x.mean())
+    return Estimate(value, se / value, n - 1, "log")
+
+
 def from_interval(value: float, half: float | None, n: int) -> Estimate:
     """A linear estimate back from what a point records: its mean, 95% half-width and sample count."""
     if half is None or n < 2:
@@ -208,12 +227,14 @@ def combine(parts: Sequence[Estimate]) -> Estimate:
     return Estimate(math.exp(centre), se, df, "log") if log else Estimate(centre, se, df)
 
 
-def side(est: Estimate, level: float = 1.0, draws: int = DRAWS) -> int:
+def side(est: Estimate, level: float = 1.0, draws: int = DRAWS, family: int = 1) -> int:
     """Where the estimate lies against ``level``, decided on its draws: +1 when fewer than a 2.5% tail
     of them fall below it (the 95% interval lies at or above), -1 when fewer than that reach it (the
-    interval lies below), 0 otherwise. The break-even interval reads these same draws."""
+    interval lies below), 0 otherwise. With ``family`` > 1 the tail is 2.5% / family, so that the
+    classes of ``family`` points hold jointly at 95% (Bonferroni). The break-even interval reads these
+    same draws."""
     values = on_grid(est, draws)
-    tail = tail_count(draws)
+    tail = tail_count(draws, family)
     below = int(np.count_nonzero(values < level))
     if below < tail:
         return 1

@@ -3,12 +3,14 @@
 Concurrency is the time-weighted number of requests in flight over the window (specexp.metrics.requests
 ``span``), a closed loop's fillers included: they are what keeps ``batch`` in flight to its end.
 
-An open loop offers and carries over spans of one length S, its arrivals' (first to last): offered is
-the n − 1 arrivals after the first over S; achieved the successful completions after the first
-request's end within S of it (the arrival span shifted by the first request's latency) over S. At most
-the n − 1 requests after the first can end there, so achieved ≤ offered by construction; an unsaturated
-point reads achieved ≈ offered up to its latencies' spread, a saturated one the rate it completes
-requests at.
+An open loop's rates are read over its arrival span S (first to last scheduled arrival of the n
+measured requests), so that a server that keeps up reads the rate it was offered: ``offered_rate`` =
+(n − 1) / S, ``achieved_rate`` the same arrivals' rate counting only those served ok (offered × ok / n),
+and goodput (specexp.metrics.slo) those that also met the SLO: goodput ≤ achieved ≤ offered by
+construction. Whether completions keep up is checked separately: ``completion_rate`` is the successful
+completions after the first over the span from the first end to the last, pooled over a point's
+windows (a ratio of sums with the ratio estimator's interval), and a point is ``saturated`` only when
+that interval lies wholly below the offered rate (specexp.metrics.windows).
 """
 
 from __future__ import annotations
@@ -37,28 +39,39 @@ def concurrency(records: Sequence[RequestRecord]) -> dict[str, float]:
     return {"concurrency_mean": sum(e - s for s, e in spans) / (stop - start), "concurrency_max": float(peak)}
 
 
-def rates(arrivals: Sequence[float], ends: Sequence[float]) -> dict[str, float]:
-    """``offered_rate`` and ``achieved_rate`` (see the module docstring) from the arrivals and the
-    successful ends; {} for fewer than two arrivals or no span."""
-    if len(arrivals) < 2:
+def arrival_span(records: Sequence[RequestRecord]) -> tuple[int, float] | None:
+    """An open loop's measured arrivals: their count n and their span S (first to last); None for a
+    closed loop, fewer than two arrivals, or no span."""
+    arrivals = [r.arrival for r in records if r.arrival is not None and not r.filler]
+    if len(arrivals) < 2 or max(arrivals) <= min(arrivals):
+        return None
+    return len(arrivals), max(arrivals) - min(arrivals)
+
+
+def rates(records: Sequence[RequestRecord]) -> dict[str, float]:
+    """``offered_rate`` and ``achieved_rate`` over the arrival span, and the completions' own count and
+    span (``completions``, ``completion_s``, ``completion_rate``: see the module docstring); {} without
+    an arrival span."""
+    found = arrival_span(records)
+    if found is None:
         return {}
-    seconds = max(arrivals) - min(arrivals)
-    if seconds <= 0:
-        return {}
-    out = {"offered_rate": (len(arrivals) - 1) / seconds}
-    if ends:
-        first = min(ends)
-        out["achieved_rate"] = sum(first < end <= first + seconds for end in ends) / seconds
+    n, seconds = found
+    arrived = [r for r in records if r.arrival is not None and not r.filler]
+    ends = sorted(r.end for r in arrived if r.ok and r.chunks and r.end is not None)
+    offered = (n - 1) / seconds
+    out = {"offered_rate": offered, "achieved_rate": offered * len(ends) / n}
+    if len(ends) >= 2 and ends[-1] > ends[0]:
+        after_first, span_s = float(len(ends) - 1), ends[-1] - ends[0]
+        out |= {"completions": after_first, "completion_s": span_s, "completion_rate": after_first / span_s}
     return out
 
 
 def compute(records: Sequence[RequestRecord]) -> dict[str, float]:
     """``concurrency_mean``/``_max`` for any load; an open loop's (records with an arrival) also
-    ``offered_rate``, ``achieved_rate`` and ``queue_ms_*`` (arrival → send)."""
+    ``offered_rate``, ``achieved_rate``, the completions' rate and ``queue_ms_*`` (arrival → send)."""
     out = concurrency(records)
     arrived = [r for r in records if r.arrival is not None and not r.filler]
     if not arrived:
         return out
-    ends = [r.end for r in arrived if r.ok and r.chunks and r.end is not None]
-    out |= rates([r.arrival for r in arrived], ends)
+    out |= rates(arrived)
     return out | summarize("queue_ms", [(r.send - r.arrival) * 1e3 for r in arrived])

@@ -15,12 +15,14 @@ from collections.abc import Sequence
 from specexp.config import MeasureConfig
 from specexp.metrics.registry import lookup
 from specexp.metrics.requests import pooled_throughput
-from specexp.metrics.stats import estimate, interval_keys, positive, proportion
+from specexp.metrics.stats import estimate, interval_keys, positive, proportion, ratio_of_sums
 
 TREND_KEY = "output_throughput"  # the window metric precision is judged on
 # Per-window bookkeeping (each window's start and end, epoch seconds): kept in the windows, not a metric.
 WINDOW_TIMES = ("window_start", "window_end")
 RATES = ("goodput",)  # non-negative rates: intervals on the log scale (stats.positive)
+# Ratios of sums: key -> (numerator, denominator), each window's sums (stats.ratio_of_sums).
+POOLED = {"decode_speed": ("decode_tokens", "decode_s"), "completion_rate": ("completions", "completion_s")}
 
 
 def rel_half_width(values: Sequence[float]) -> float:
@@ -44,6 +46,14 @@ def more_windows(values: Sequence[float], measure: MeasureConfig, elapsed_s: flo
     return not enough(values, measure)
 
 
+def saturated(point: dict[str, float]) -> dict[str, float]:
+    """``saturated``: 1 when the completions fell behind the arrivals, the completion rate's whole 95%
+    interval below the offered rate; 0 when the interval does not show it; absent without an interval."""
+    if "completion_rate_hi" not in point or "offered_rate" not in point:
+        return {}
+    return {"saturated": float(point["completion_rate_hi"] < point["offered_rate"])}
+
+
 def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> dict[str, float]:
     """A point's metrics from its measured windows: counts summed, ``slo_attainment`` over the requests
     (Clopper-Pearson), every other key the mean over windows with ``<key>_ci95`` (the 95% half-width,
@@ -52,7 +62,9 @@ def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> di
     phase before them) and ``windows_settled`` (0 when a cap stopped the point before it had
     ``measure.windows`` windows) say how the point was measured. A precision target missed is no
     doubt about the point: its interval is just wider. ``output_throughput_pooled`` is the windows'
-    tokens over their seconds together (a point's rate whatever its windows' lengths)."""
+    tokens over their seconds together (a point's rate whatever its windows' lengths); ``decode_speed``
+    likewise its windows' decode tokens over their decode seconds (POOLED), with the ratio
+    estimator's interval over the windows."""
     out: dict[str, float] = {
         "windows": len(windows),
         "windows_warmup": 0,
@@ -65,6 +77,11 @@ def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> di
             out[key] = float(sum(values))
             continue
         out |= interval_keys(key, positive(values) if key in RATES else estimate(values))
+    for key, (num, den) in POOLED.items():
+        parts = [(w[num], w[den]) for w in windows if w.get(den, 0.0) > 0]
+        if parts:
+            out |= interval_keys(key, ratio_of_sums(*zip(*parts, strict=True)))
+    out |= saturated(out)
     if "slo_met" in out:
         trials = out.get("requests_ok", 0.0) + out.get("requests_failed", 0.0)
         out |= interval_keys("slo_attainment", proportion(int(out["slo_met"]), int(trials)))

@@ -45,9 +45,9 @@ _NOT_IDENTITY = ("sweep_id", "run_name", "max_batch", "dry_run", "repeat", "meas
 # ratio would say how soon the last request ended, not capacity; there speculation shows in per-stream
 # speed, goodput and latency at the same offered rate.
 RATIOS = {
-    "closed": (("speedup", "output_throughput"), ("decode_speedup", "decode_speed_mean"), ("goodput_ratio", "goodput")),
+    "closed": (("speedup", "output_throughput"), ("decode_speedup", "decode_speed"), ("goodput_ratio", "goodput")),
     "rate": (
-        ("decode_speedup", "decode_speed_mean"),
+        ("decode_speedup", "decode_speed"),
         ("goodput_ratio", "goodput"),
         ("ttft_ratio", "ttft_ms_mean"),
         ("tpot_ratio", "tpot_ms_mean"),
@@ -249,7 +249,9 @@ def crossover(points: Sequence[tuple[float, float]], level: float = 1.0) -> floa
     return float(first[0]) if math.isfinite(first[0]) else None
 
 
-def crossover_interval(points: dict[float, Estimate], level: float = 1.0, draws: int = DRAWS) -> tuple[float, float]:
+def crossover_interval(
+    points: dict[float, Estimate], level: float = 1.0, draws: int = DRAWS, family: int = 1
+) -> tuple[float, float]:
     """The 95% interval of the crossing: every point's y drawn from its own sampling distribution (the
     draws its class is decided on, stats.side), all points of a draw together; the lower bound is
     the 2.5% tail of where the draws first fall below ``level``, the upper bound the 2.5% tail (from
@@ -260,8 +262,9 @@ def crossover_interval(points: dict[float, Estimate], level: float = 1.0, draws:
     This is what keeps a verdict from contradicting itself: a point whose class is not "pays" has at
     least a tail of draws below ``level``, each of which first crosses at or before it, so the lower
     bound is at or before it; a point whose class is not "loses" has at least a tail of draws at or
-    above it, each of which last crosses at or after it, so the upper bound is at or after it."""
-    return crossing_bounds(*crossing_draws(points, level, draws))
+    above it, each of which last crosses at or after it, so the upper bound is at or after it. With
+    ``family`` the tails are 2.5% / family, as the classes' (stats.side) that hold jointly."""
+    return crossing_bounds(*crossing_draws(points, level, draws), family)
 
 
 def crossing_draws(
@@ -275,10 +278,10 @@ def crossing_draws(
     return crossings(xs, curves, level)
 
 
-def crossing_bounds(first: np.ndarray, last: np.ndarray) -> tuple[float, float]:
-    """crossover_interval's bounds from drawn crossings: the 2.5% tail of the first ones from below,
-    of the last ones from above."""
-    tail = tail_count(len(first))
+def crossing_bounds(first: np.ndarray, last: np.ndarray, family: int = 1) -> tuple[float, float]:
+    """crossover_interval's bounds from drawn crossings: the 2.5% (/ ``family``) tail of the first ones
+    from below, of the last ones from above."""
+    tail = tail_count(len(first), family)
     return float(np.sort(first)[tail - 1]), float(np.sort(last)[len(last) - tail])
 
 
@@ -326,6 +329,11 @@ class Series:
     client_cpu: dict[float, float] = field(default_factory=dict)  # x -> the load client's share of a core
     host_load: dict[float, float] = field(default_factory=dict)  # x -> the host's load average per core (max)
     paired: dict[float, bool] = field(default_factory=dict)  # x -> whether its windows were paired
+    # The points judged together (its trusted ones): classes and break-even hold jointly at 95% over them.
+    family: int = 1
+    # The first crossing's upper bound (lo is its lower one): the break-even the verdict answers with; hi,
+    # the last crossing's, says how far a curve that may cross again reaches.
+    first_hi: float = math.inf
 
     @property
     def intervals(self) -> bool:
@@ -396,10 +404,13 @@ def series(rows: Sequence[PointResult], estimates: dict[int, dict[str, Estimate]
             s.host_load = host_load(mine)
             s.paired = {x: all(rows[i].tags.get(METHOD_TAG) == "paired" for i in idx) for x, idx in places.items()}
             trusted = {x: p for x, p in points.items() if x not in s.unstable and x not in s.unsettled}
+            s.family = max(1, len(trusted))
             if trusted:  # the crossover from the points that can be believed
                 s.crossover = crossover([(x, p.value) for x, p in trusted.items()])
                 if s.intervals:
-                    s.lo, s.hi = crossover_interval(trusted)
+                    first, last = crossing_draws(trusted)
+                    s.lo, s.hi = crossing_bounds(first, last, s.family)
+                    _, s.first_hi = crossing_bounds(first, first, s.family)
             out.append(s)
     return out
 

@@ -68,7 +68,7 @@ def ratio(a: PointResult, b: PointResult, metric: str) -> Estimate | None:
 
 
 def _ratio_cell(e: Estimate | None) -> str:
-    return fmt(e.value if e else None, 3, e.half if e is not None and e.known else None)
+    return fmt(e.value if e else None, 3, bounds=(e.lo, e.hi) if e is not None and e.known else None)
 
 
 def _geomean(values: list[float]) -> float | None:
@@ -100,6 +100,11 @@ def compare_report(a: Sweep, b: Sweep) -> str:
         "\n".join(["What changed:", *changes]),
         table(headers, body) if body else "no points in common",
     ]
+    if body:
+        parts.append(
+            "[lo, hi]: 95% intervals of B/A, unpaired (the sweeps' windows are independent): Student-t on the "
+            "log scale, each point's relative errors added in quadrature, Welch-Satterthwaite degrees of freedom"
+        )
     if comp.only_a or comp.only_b:
         parts.append(f"points without a counterpart: {len(comp.only_a)} in A, {len(comp.only_b)} in B")
     return "\n\n".join(parts) + "\n"

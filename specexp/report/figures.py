@@ -69,9 +69,10 @@ def _vs_load(series: dict[str, list[PointResult]], metric: str, suffix: str = ""
     return lines
 
 
-def _achieved(series: dict[str, list[PointResult]]) -> list[Line]:
-    """Achieved request rates, and the rates offered: a saturated point falls below that line."""
-    lines = _vs_load(series, "achieved_rate")
+def _completed(series: dict[str, list[PointResult]]) -> list[Line]:
+    """Completed request rates with their intervals, and the rates offered: a saturated point's
+    interval lies below that line (the achieved rate, over the arrivals, reads the offered one)."""
+    lines = _vs_load(series, "completion_rate")
     rates = sorted({r.rate for rows in series.values() for r in rows if r.load == "rate" and r.rate})
     return [*lines, Line("offered (load.rate)", rates, rates, dashed=True, series="offered")] if lines else []
 
@@ -101,7 +102,7 @@ def _marks(stem: str, what: str, crossovers: dict[str, float]) -> dict[str, floa
         if key.startswith(f"{stem}.") and not key.endswith(("_lo", "_hi")):
             label = f"{key.removeprefix(f'{stem}.')} {what} ≈ {value:.1f}"
             lo, hi = crossovers.get(f"{key}_lo"), crossovers.get(f"{key}_hi")
-            marks[label + (f" (95% CI {lo:.1f}-{hi:.1f})" if lo is not None and hi is not None else "")] = value
+            marks[label + (f" [{lo:.1f}, {hi:.1f}]" if lo is not None and hi is not None else "")] = value
     return marks
 
 
@@ -140,7 +141,7 @@ def figures(rows: Sequence[PointResult], crossovers: dict[str, float]) -> list[F
             "Single-stream decode speed",
             x,
             "tok/s per stream",
-            _vs_load(series, "decode_speed_mean"),
+            _vs_load(series, "decode_speed"),
         ),
         Figure(
             "decode_speedup",
@@ -154,10 +155,10 @@ def figures(rows: Sequence[PointResult], crossovers: dict[str, float]) -> list[F
         ),
         Figure(
             "request_rate",
-            "Achieved vs offered request rate (below the offered line: saturated)",
+            "Completed vs offered request rate (interval below the offered line: saturated)",
             x,
             "req/s",
-            _achieved(series),
+            _completed(series),
         ),
         Figure(
             "goodput",

@@ -6,7 +6,8 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from specexp.console import fmt, load_cell, load_header
+from specexp.console import cell, fmt, load_cell, load_header
+from specexp.metrics.methods import methods_line
 from specexp.metrics.registry import digits, header, table_keys
 from specexp.report.categories import category_rows
 from specexp.report.crossover_points import believed_map, break_even
@@ -30,7 +31,8 @@ def table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
 
 def points_markdown(rows: Sequence[PointResult], settings: Sequence[str] = ()) -> str:
     """config × ``settings`` (a study's tuned keys) × load → throughput, single-stream speed, speedup,
-    acceptance, latency, (rates, goodput,) status; ``± ci95`` where the point has an interval."""
+    acceptance, latency, (rates, goodput,) status; ``[lo, hi]`` where the point has an interval (how they
+    were made: points_methods)."""
     names = labels(series_key(r) for r in rows)
     flats = summary_rows(list(rows), settings)
     keys = table_keys(flats)
@@ -38,10 +40,16 @@ def points_markdown(rows: Sequence[PointResult], settings: Sequence[str] = ()) -
     headers = ["config", *trials, *settings, load_header(flats), *(header(k) for k in keys), "status"]
     body = []
     for row, flat in zip(rows, flats, strict=True):
-        cells = [fmt(flat.get(key), digits(key), flat.get(f"{key}_ci95")) for key in keys]
+        cells = [cell(flat, key) for key in keys]
         tuned = [fmt(flat.get(key) or None) for key in [*trials]] + [fmt(flat.get(key)) for key in settings]
         body.append([names[series_key(row)], *tuned, load_cell(flat), *cells, str(flat["status"])])
     return table(headers, body)
+
+
+def points_methods(rows: Sequence[PointResult], settings: Sequence[str] = ()) -> str | None:
+    """The line under points_markdown's table that says how its intervals were made."""
+    flats = summary_rows(list(rows), settings)
+    return methods_line(table_keys(flats), flats)
 
 
 def categories_markdown(rows: Sequence[PointResult]) -> str | None:
@@ -91,7 +99,7 @@ def map_markdown(rows: Sequence[PointResult]) -> str | None:
             elif e is None:
                 cells.append("")
             else:
-                cells.append(fmt(e.value, 2) + (f" [{fmt(e.lo, 2)}, {fmt(e.hi, 2)}]" if e.known else ""))
+                cells.append(fmt(e.value, 2, bounds=(e.lo, e.hi) if e.known else None))
         point, lo, hi = break_even(one.settled)
         cells.append(f"{_bound(point) if point is not None else '-'} [{_bound(lo)}, {_bound(hi)}]")
         body.append([n, *cells])
@@ -114,6 +122,8 @@ def sweep_report(
 ) -> str:
     failed = sum(not r.ok for r in rows)
     parts = [f"# {title}", f"{len(rows)} points, {failed} failed", points_markdown(rows, settings)]
+    if how := points_methods(rows, settings):
+        parts.append(how)
     per_category = categories_markdown(rows)
     if per_category:
         parts.append(per_category)

@@ -60,6 +60,15 @@ def _png(spec: Figure, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _hover(line: Line) -> dict[str, object]:
+    """Hover text that gives a point's 95% interval as [lo, hi], never ± half an asymmetric width; {}
+    without intervals."""
+    if not line.err:
+        return {}
+    bounds = [[y - below, y + above] for y, (below, above) in zip(line.y, line.err, strict=True)]
+    return {"customdata": bounds, "hovertemplate": "%{x:g}: %{y:.4g}, 95% [%{customdata[0]:.4g}, %{customdata[1]:.4g}]"}
+
+
 def _plotly(spec: Figure) -> go.Figure:
     fig = go.Figure()
     colours = _colours(spec.lines)
@@ -83,6 +92,7 @@ def _plotly(spec: Figure) -> go.Figure:
                     if line.err
                     else None
                 ),
+                **_hover(line),
             )
         )
     ticks = _ticks(spec)

@@ -106,10 +106,11 @@ def best_arm(candidates: Sequence[Arm], maximize: bool) -> tuple[Arm, list[Arm]]
 
 
 def best_line(where: str, best: Arm, ties: Sequence[Arm], objective: str, digits: int = 1) -> str:
-    """``best at batch 4: drafter.num_steps=3 (output_throughput 660 ± 105, trial 16)``, and when
+    """``best at batch 4: drafter.num_steps=3 (output_throughput 660 [555, 765] 95% t over windows,
+    trial 16)``, and when
     others are within its interval, says so and names them."""
     e = best.estimate
-    shown = fmt(e.value, digits, e.half if e.known else None)
+    shown = fmt(e.value, digits, bounds=(e.lo, e.hi)) + " 95% t over windows" if e.known else fmt(e.value, digits)
     line = f"best {where}: {best.named} ({objective} {shown}, {best.trials_text})"
     if ties:
         named = "; ".join(f"{a.named} ({a.trials_text})" for a in ties)

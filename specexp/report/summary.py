@@ -32,19 +32,24 @@ TRIAL = "optuna.trial"  # the tag naming the study's trial a point measured
 
 
 def with_intervals_beside(metrics: dict[str, float]) -> dict[str, float]:
-    """The metrics with each ``<key>_ci95`` right after its ``<key>``: a ± column beside its value."""
+    """The metrics with each interval right after its ``<key>``: ``<key>_ci95`` (half its width) and its
+    ends ``<key>_lo`` / ``<key>_hi`` (a symmetric interval's made from the half-width), so that every
+    row of summary.csv reads an interval as [lo, hi]."""
     out: dict[str, float] = {}
     for key, value in metrics.items():
-        if not key.endswith("_ci95"):
-            out[key] = value
-            if f"{key}_ci95" in metrics:
-                out[f"{key}_ci95"] = metrics[f"{key}_ci95"]
+        if key.endswith(("_ci95", "_lo", "_hi")) and key.rpartition("_")[0] in metrics:
+            continue
+        out[key] = value
+        if (half := metrics.get(f"{key}_ci95")) is not None:
+            out[f"{key}_ci95"] = half
+            out[f"{key}_lo"] = metrics.get(f"{key}_lo", value - half)
+            out[f"{key}_hi"] = metrics.get(f"{key}_hi", value + half)
     return out | metrics
 
 
 def summary_rows(results: Sequence[PointResult], settings: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """One flat dict per point: its lead settings (and ``settings``), status, every metric (each ±
-    beside its value), where to find it."""
+    """One flat dict per point: its lead settings (and ``settings``), status, every metric (each
+    interval beside its value), where to find it."""
     rows = []
     trials = any(TRIAL in r.tags for r in results)  # a study's points: which trial measured each
     for r in results:

@@ -16,7 +16,8 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from specexp.metrics.stats import Estimate, side
+from specexp.metrics.methods import LEVEL_TEXT, ratio_method
+from specexp.metrics.stats import LEVEL, TAIL, Estimate, side
 from specexp.report.analysis import Analysis, Series, metric_estimate, slo_target
 from specexp.result import PointResult
 
@@ -33,17 +34,17 @@ def _keys(cross: dict[str, float], stem: str, name: str) -> list[str]:
 
 
 def _where(cross: dict[str, float], keys: list[str]) -> str:
-    """ "≈ 5.7 (95% CI 5.1-6.3)" per key (one-sided where a bound is open), with the settings that
-    tell a drafter's series apart."""
+    """ "≈ 5.7 [5.1, 6.3]" per key (one-sided where a bound is open), with the settings that tell a
+    drafter's series apart."""
     parts = []
     for k in keys:
         lo, hi = cross.get(k + "_lo"), cross.get(k + "_hi")
         ci = (
-            f" (95% CI {lo:.1f}-{hi:.1f})"
+            f" [{lo:.1f}, {hi:.1f}]"
             if lo is not None and hi is not None
-            else f" (95% CI above {lo:.1f})"
+            else f" [{lo:.1f}, ∞)"
             if lo is not None
-            else f" (95% CI below {hi:.1f})"
+            else f" (0, {hi:.1f}]"
             if hi is not None
             else ""
         )
@@ -52,22 +53,23 @@ def _where(cross: dict[str, float], keys: list[str]) -> str:
 
 
 def share(row: PointResult) -> str:
-    """A point's SLO attainment with its interval: ``97% (95% CI 93-99%)``."""
+    """A point's SLO attainment with its interval: ``97% [93%, 99%]``."""
     est = metric_estimate(row, "slo_attainment")
     if est is None or not est.known:
         return f"{row.metrics['slo_attainment']:.0%}"
-    return f"{est.value:.0%} (95% CI {est.lo:.0%}-{est.hi:.0%})"
+    return f"{est.value:.0%} [{est.lo:.0%}, {est.hi:.0%}]"
 
 
-def verdict_class(speedup: Estimate) -> str:
-    """pays / loses / same, decided on the estimate's draws (stats.side): its 95% interval at or
-    above 1, below 1, or across it."""
-    return {1: PAYS, -1: LOSES, 0: SAME}[side(speedup)]
+def verdict_class(speedup: Estimate, family: int = 1) -> str:
+    """pays / loses / same, decided on the estimate's draws (stats.side): its interval at or above 1,
+    below 1, or across it, at 95% jointly with the ``family`` − 1 other points of its series
+    (Bonferroni: each at 1 − 5% / family)."""
+    return {1: PAYS, -1: LOSES, 0: SAME}[side(speedup, family=family)]
 
 
 def times(speedup: Estimate) -> str:
-    """``×1.13, 95% CI 1.09-1.17``, or ``×1.13`` without an interval."""
-    return f"×{speedup.value:.2f}" + (f", 95% CI {speedup.lo:.2f}-{speedup.hi:.2f}" if speedup.known else "")
+    """``×1.13 [1.09, 1.17]``, or ``×1.13`` without an interval."""
+    return f"×{speedup.value:.2f}" + (f" [{speedup.lo:.2f}, {speedup.hi:.2f}]" if speedup.known else "")
 
 
 LOADED = 1.0  # a 1-minute load average per core from which the host was busier than its cores
@@ -91,7 +93,8 @@ def inconclusive(s: Series, xs: Sequence[float]) -> str:
         causes.append(f"the load client used {v:.0%} of a core at {_at(s, [x])}")
     return (
         f"; inconclusive at {_at(s, xs)}: " + ", ".join(causes) + "; to narrow it, set measure.rel_ci (e.g. 0.05: "
-        "windows until ±5%), raise measure.windows, or repeats=3 (or measure on a quieter machine)"
+        "windows until the 95% half-width is 5% of the value), raise measure.windows, or repeats=3 (or measure "
+        "on a quieter machine)"
     )
 
 
@@ -106,25 +109,36 @@ def _bound(x: float) -> str:
 
 
 def break_even(s: Series) -> str | None:
-    """``break-even between 9 and 14 (95%)``, open on a side where the interval is."""
+    """``break-even between 9 and 14 (first crossing, 95%)``, open on a side where the interval is; and,
+    where the speedup may fall below 1 later than that (a point beyond it undecided, or the curve
+    rising again), says so and how far."""
     value = s.axis.value.format
     if not s.intervals:
         return f"break-even ≈ {value(x=_bound(s.crossover))} (no interval)" if s.crossover is not None else None
-    if math.isfinite(s.lo) and math.isfinite(s.hi):
-        return f"break-even between {_bound(s.lo)} and {value(x=_bound(s.hi))} (95%)"
-    if math.isfinite(s.hi):
-        return f"break-even below {value(x=_bound(s.hi))} (95%)"
-    if math.isfinite(s.lo):
-        return f"break-even above {value(x=_bound(s.lo))} (95%)"
-    return None
+    lo, hi = s.lo, s.first_hi
+    if math.isfinite(lo) and math.isfinite(hi):
+        words = f"break-even between {_bound(lo)} and {value(x=_bound(hi))} (first crossing, 95%)"
+    elif math.isfinite(hi):
+        words = f"break-even below {value(x=_bound(hi))} (first crossing, 95%)"
+    elif math.isfinite(lo):
+        words = f"break-even above {value(x=_bound(lo))} (first crossing, 95%)"
+    else:
+        return None
+    if s.hi > hi:
+        later = [x for x, p in s.points.items() if x > hi and verdict_class(p, s.family) != LOSES]
+        where = f"undecided at {_at(s, later)}" if later else "its curve"
+        reach = f"up to {value(x=_bound(s.hi))}" if math.isfinite(s.hi) else "beyond the last measured point"
+        words += f"; {where}: the speedup may cross 1 again {reach}"
+    return words
 
 
 def describe(s: Series) -> str:
-    """One line per series, e.g. "tiny pays up to batch 8 (×1.13 ± 0.04), loses from batch 16
-    (×0.49 ± 0.05); break-even between 9 and 14 (95%)"."""
+    """One line per series, e.g. "tiny pays up to batch 8 (×1.13 [1.09, 1.17]), loses from batch 16
+    (×0.49 [0.44, 0.54]); break-even between 9 and 14 (95%)"."""
     doubtful = set(s.unstable) | set(s.unsettled)
     trusted = [(x, p) for x, p in s.points.items() if x not in doubtful]
-    runs = [(cls, list(group)) for cls, group in itertools.groupby(trusted, key=lambda xp: verdict_class(xp[1]))]
+    grouped = itertools.groupby(trusted, key=lambda xp: verdict_class(xp[1], s.family))
+    runs = [(cls, list(group)) for cls, group in grouped]
     parts = []
     for i, (cls, run) in enumerate(runs):
         (first, first_est), (last, last_est) = run[0], run[-1]
@@ -159,14 +173,37 @@ def describe(s: Series) -> str:
         )
     for x in s.unsettled:
         line += f"; unsettled at {_at(s, [x])} (a cap stopped it before measure.windows windows): raise measure.max_s"
-    if s.intervals and (same := [x for x, p in trusted if verdict_class(p) == SAME]):
+    if s.intervals and (same := [x for x, p in trusted if verdict_class(p, s.family) == SAME]):
         line += inconclusive(s, same)
     return line
 
 
 def verdicts(rows: Sequence[PointResult], analysis: Analysis) -> list[str]:
-    """The answer in words: one line per speedup series, then the SLO rates of a rate sweep."""
-    return [describe(s) for s in analysis.series] + slo_verdicts(rows, analysis.crossovers)
+    """The answer in words: one line per speedup series, then the SLO rates of a rate sweep, then how
+    its intervals were made (``how``)."""
+    lines = [describe(s) for s in analysis.series] + slo_verdicts(rows, analysis.crossovers)
+    return [*lines, how] if lines and (how := methods(rows, analysis)) else lines
+
+
+def methods(rows: Sequence[PointResult], analysis: Analysis) -> str | None:
+    """One line on how the verdict's intervals were made: ``95% CI [lo, hi]: speedups paired t over 8
+    window pairs (log scale); break-evens: ...``; None when it has no interval."""
+    parts = []
+    if any(s.intervals for s in analysis.series):
+        pairs = [m["windows_paired"] for m in analysis.speedups.values()]
+        parts.append(f"speedups {ratio_method(pairs)}, each 95% alone")
+        families = sorted({s.family for s in analysis.series if s.intervals})
+        sizes = "/".join(str(m) for m in families)
+        parts.append(
+            f"pays / loses / no measurable difference and the break-even hold jointly at 95% over each series' "
+            f"{sizes} points (Bonferroni: each class at {1 - (1 - LEVEL) / max(families):.1%} where a series has "
+            f"{max(families)}); break-evens: the {TAIL / max(families):.2%} and {1 - TAIL / max(families):.2%} "
+            "quantiles of where the speedups, drawn from every point's distribution together, first and last "
+            "fall below 1"
+        )
+    if any(r.ok and r.load == "rate" and "slo_attainment" in r.metrics for r in rows):
+        parts.append("SLO attainment: Clopper-Pearson over requests")
+    return f"{LEVEL_TEXT} CI [lo, hi]: " + "; ".join(parts) if parts else None
 
 
 def _slo_text(rows: Sequence[PointResult]) -> str:
@@ -179,21 +216,44 @@ def _slo_text(rows: Sequence[PointResult]) -> str:
 
 
 def slo_verdicts(rows: Sequence[PointResult], cross: dict[str, float]) -> list[str]:
-    """Per drafter of a rate sweep, the baseline included: up to which rate enough requests meet the SLO."""
+    """Per drafter of a rate sweep, the baseline included: up to which rate enough requests meet the SLO,
+    claiming of each rate only what its attainment's interval supports (``cannot tell`` where it holds
+    the target)."""
     lines = []
     rated = [r for r in rows if r.ok and r.load == "rate" and "slo_attainment" in r.metrics]
     for name in dict.fromkeys(r.drafter for r in rated):
         mine = sorted((r for r in rated if r.drafter == name), key=lambda r: r.rate or 0.0)
-        pts = [(r.rate, r.metrics["slo_attainment"]) for r in mine]
         target = min(slo_target(r) for r in mine)
         goal = f"{target:.0%} of requests meet the SLO{_slo_text(mine)}"
         keys = _keys(cross, "slo_max_rate", name)
+        classes = [_meets(r) for r in mine]
         if keys:
             lines.append(f"with {name}, {goal} up to {_where(cross, keys)} req/s")
-        elif all(a >= slo_target(r) for r, (_, a) in zip(mine, pts, strict=True)):
+        elif all(c == 1 for c in classes):
             lines.append(
-                f"with {name}, {goal} at every measured rate (up to {pts[-1][0]:g} req/s: attainment {share(mine[-1])})"
+                f"with {name}, {goal} at every measured rate (up to {mine[-1].rate:g} req/s: attainment "
+                f"{share(mine[-1])})"
             )
         else:
-            lines.append(f"with {name}, fewer than {goal} already at {pts[0][0]:g} req/s (attainment {share(mine[0])})")
+            j = next(i for i, c in enumerate(classes) if c != 1)
+            at = f"{mine[j].rate:g} req/s (attainment {share(mine[j])})"
+            upto = f"with {name}, {goal} up to {mine[j - 1].rate:g} req/s"
+            if classes[j] == -1:
+                lines.append(f"{upto}, fewer from {at}" if j else f"with {name}, fewer than {goal} already at {at}")
+            else:
+                doubt = f"its interval holds {target:.0%}"
+                lines.append(
+                    f"{upto}; cannot tell at {at}: {doubt}"
+                    if j
+                    else f"with {name}, cannot tell whether {goal} at {at}: {doubt}"
+                )
     return lines
+
+
+def _meets(row: PointResult) -> int:
+    """+1 where the attainment's 95% interval lies at or above the point's slo.target, -1 where it lies
+    below, 0 where it holds the target (or there is no interval: the value alone claims nothing)."""
+    est = metric_estimate(row, "slo_attainment")
+    if est is None or not est.known:
+        return 0
+    return side(est, slo_target(row))

@@ -91,6 +91,6 @@ def test_the_report_of_a_map_sweep_carries_the_map_and_its_table(tmp_path: Path)
     table = [line for line in text.split("## Break-even map", 1)[1].splitlines() if line.startswith("| ")]
     header, _, short, long = ([c.strip() for c in line.strip("|").split("|")] for line in table)
     assert header == ["prompt tokens", "batch 1", "batch 6", "batch 12", "batch 24", "batch 64", "break-even (95%)"]
-    assert short[0] == "16" and short[2].startswith("1.00 [") and short[3] == ""  # 16 tokens: batch 12 not measured
+    assert short[0] == "16" and short[2].startswith("1.000 [") and short[3] == ""  # 16 tokens: batch 12 not measured
     assert long[3] == "set aside (unsettled)" and long[-1].startswith("24.0 [")
     assert "prompt tokens 512: set aside: batch 12 (a cap stopped an arm" in text

@@ -4,7 +4,7 @@ cells that stay cells whatever a setting holds."""
 from specexp.metrics.stats import estimate
 from specexp.report.compare import changed_settings, ratio
 from specexp.report.fetch import Sweep
-from specexp.report.markdown import escape, points_markdown, table
+from specexp.report.markdown import escape, points_markdown, points_methods, sweep_report, table
 from specexp.result import PointResult
 
 
@@ -21,7 +21,11 @@ def test_a_multi_line_setting_stays_in_its_cell() -> None:
     assert len(lines) == 3 and lines[2] == "| torch/tiny | Answer briefly.<br><br>{prompt}<br>\\| end |"
     assert escape("a\r\nb") == "a<br>b"
     rows = [point("tiny", [1.0, 2.0], **{"workload.prompt_format": fmt_text})]
-    assert len(points_markdown(rows, ["workload.prompt_format"]).splitlines()) == 3
+    text = points_markdown(rows, ["workload.prompt_format"])
+    assert len(text.splitlines()) == 3
+    assert "| 1.5 [-4.9, 7.9] |" in text  # an interval as [lo, hi], never ± half its width
+    how = "[lo, hi]: 95% intervals; output tok/s: Student-t over 2 windows"
+    assert points_methods(rows) == how and f"\n\n{how}\n" in sweep_report("t", rows, [], [])
 
 
 def test_a_grids_swept_group_and_a_rate_sweeps_rate_are_not_columns_of_their_own() -> None:

@@ -25,7 +25,7 @@ def log_sweep(cfg: TrackingConfig, outputs: Path, sweep_id: str, nccl: str, scal
                 if status == "failed"
                 else {
                     "output_throughput": tput,
-                    "decode_speed_mean": tput / batch,
+                    "decode_speed": tput / batch,
                     "accept_length": 1.0 if drafter == "none" else 3.0,
                     "ttft_ms_p50": 10.0 * batch / scale,
                     "tpot_ms_p50": 4.0 / scale,

@@ -31,7 +31,7 @@ def row(
     rel_ci: float | None = None,
     repeat: int = 0,
 ) -> PointResult:
-    metrics = {"output_throughput": tput, "decode_speed_mean": decode}
+    metrics = {"output_throughput": tput, "decode_speed": decode}
     if rel_ci is not None:
         metrics |= {"output_throughput_ci95": rel_ci * tput, "windows": 5}
     params = {
@@ -143,20 +143,23 @@ def test_a_bent_but_smooth_curve_and_a_noisy_wiggle_are_not_flagged() -> None:
 def test_verdict_states_where_it_pays_and_loses_with_intervals() -> None:
     speedups = {1: 2.0, 2: 1.5, 4: 1.13, 8: 0.98, 16: 0.49}
     rows = sweep(speedups=speedups, rel_ci=0.02)
-    (line,) = verdicts(rows, apply(rows))
-    assert line.startswith("tiny pays up to batch 4 (×1.13, 95% CI 1.1")
+    line, how = verdicts(rows, apply(rows))
+    assert line.startswith("tiny pays up to batch 4 (×1.13 [1.1")
     assert "no measurable difference at batch 8" in line
-    assert "loses from batch 16 (×0.49, 95% CI 0.4" in line
-    assert "; break-even between " in line and " (95%); " in line
-    assert "inconclusive at batch 8: the widest interval is at batch 8 (×0.98, 95% CI 0.9" in line
+    assert "loses from batch 16 (×0.49 [0.4" in line
+    assert "; break-even between " in line and " (first crossing, 95%); " in line
+    assert "inconclusive at batch 8: the widest interval is at batch 8 (×0.98 [0.9" in line
+    assert "±" not in line and " CI " not in line  # the level and method are said once, on their own line
+    assert how.startswith("95% CI [lo, hi]: speedups unpaired Welch t (log scale) at 5 of 5 points, each 95% alone; ")
+    assert "hold jointly at 95% over each series' 5 points (Bonferroni: each class at 99.0% " in how
     assert "windows did not take turns" in line and line.endswith("(or measure on a quieter machine)")
 
 
 def test_verdict_flags_the_unstable_point_instead_of_believing_it() -> None:
     rows = sweep(speedups={1: 1.35, 2: 0.93, 4: 1.37}, rel_ci=0.01)
-    (line,) = verdicts(rows, apply(rows))
+    line, _ = verdicts(rows, apply(rows))
     assert "unstable at batch 2: rerun or raise measure.windows" in line
-    assert line.startswith("tiny pays at batch 1, 4 (×1.35, 95% CI 1.3")  # never "every measured batch"
+    assert line.startswith("tiny pays at batch 1, 4 (×1.35 [1.3")  # never "every measured batch"
 
 
 def test_verdict_without_intervals_says_so() -> None:
@@ -176,7 +179,7 @@ def test_repeats_pair_launch_by_launch() -> None:
 def test_verdict_warns_where_the_load_client_may_be_the_bottleneck() -> None:
     rows = sweep(rel_ci=0.02)
     rows[4].metrics["client_cpu"] = 0.8  # the baseline at batch 16 kept the client busy
-    (line,) = verdicts(rows, apply(rows))
+    line, _ = verdicts(rows, apply(rows))
     assert "the load client used 80% of a core at batch 16: it may be the bottleneck there" in line
 
 
@@ -184,7 +187,7 @@ def test_a_point_a_cap_stopped_early_is_named_and_left_out_of_the_break_even() -
     rows = sweep(rel_ci=0.02)
     rows[7].metrics["windows_settled"] = 0.0  # tiny at batch 4: measure.max_s stopped it early
     analysis = apply(rows)
-    (line,) = verdicts(rows, analysis)
+    line, _ = verdicts(rows, analysis)
     assert "unsettled at batch 4 (a cap stopped it before measure.windows windows): raise measure.max_s" in line
     assert analysis.series[0].unsettled == [4.0]
     assert 2 < analysis.crossovers["crossover_batch.tiny"] < 8  # from batch 2 (x1.5) and 8 (x0.8) alone
@@ -194,7 +197,7 @@ def windowed(drafter: str, batch: int, tputs: list[float], starts: list[float]) 
     """A point measured in windows of 1 s starting at ``starts``, with its aggregate as a point records it."""
     r = row(drafter, batch, 0.0)
     r.windows = [
-        {"output_throughput": t, "decode_speed_mean": t / 10, "window_start": s, "window_end": s + 1.0}
+        {"output_throughput": t, "decode_speed": t / 10, "window_start": s, "window_end": s + 1.0}
         for t, s in zip(tputs, starts, strict=True)
     ]
     r.metrics |= aggregate(r.windows, MeasureConfig(windows=len(tputs)))
@@ -220,8 +223,9 @@ def test_windows_that_took_turns_are_paired_and_the_unpaired_figure_kept_beside(
     )
     assert m["speedup_unpaired_lo"] < 1 < m["speedup_unpaired_hi"]  # the drift swamps the unpaired ratio
     assert m["speedup_ci95"] < m["speedup_unpaired_ci95"] / 10
-    (line,) = verdicts(rows, analysis)
-    assert line.startswith("tiny pays at batch 4 (×1.30, 95% CI 1.2")
+    line, how = verdicts(rows, analysis)
+    assert line.startswith("tiny pays at batch 4 (×1.30 [1.2")
+    assert how.startswith("95% CI [lo, hi]: speedups paired t over 4 window pairs (log scale), each 95% alone; ")
 
 
 def test_windows_one_arm_after_the_other_are_not_paired() -> None:
@@ -262,7 +266,7 @@ def test_an_inconclusive_verdict_names_the_load_it_saw() -> None:
         r.metrics["host_load1"] = 5.0
         r.tags["specexp.host_cpus"] = "2"
     rows[3].metrics["client_cpu"] = 0.7  # tiny at batch 4
-    (line,) = verdicts(rows, apply(rows))
+    line, _ = verdicts(rows, apply(rows))
     assert line.startswith("tiny: no measurable difference at batch 1, 4")
     assert "inconclusive at batch 1, 4: the widest interval is at batch" in line
     assert "the host was loaded (load average 2.5 per core at batch 1)" in line

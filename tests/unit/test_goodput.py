@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from specexp.config import SloConfig
+from specexp.config import MeasureConfig, SloConfig
 from specexp.metrics import slo, traffic
+from specexp.metrics.windows import aggregate
 from specexp.records import Chunk, RequestRecord
 
 
@@ -37,7 +39,11 @@ RECORDS = [
 def test_goodput_and_attainment_count_requests_meeting_every_target() -> None:
     out = slo.compute(RECORDS, SloConfig(ttft_ms=100, tpot_ms=20))
     assert out["slo_attainment"] == pytest.approx(2 / 5)
-    assert out["goodput"] == pytest.approx(2 / 4.05)  # first send (0 s) to the last end (the failure, 4.05 s)
+    # an open loop's goodput is at the rate its arrivals came (1 req/s over 0-4 s), the share that met
+    assert out["goodput"] == pytest.approx(1.0 * 2 / 5)
+    assert out["goodput"] <= traffic.compute(RECORDS)["achieved_rate"] == pytest.approx(1.0 * 4 / 5)  # 4 ok
+    closed = [record(r.index, None, r.send, 0.05, 0.01) for r in RECORDS]  # a closed loop: over the window
+    assert slo.compute(closed, SloConfig(ttft_ms=100))["goodput"] == pytest.approx(5 / closed[-1].end)
 
 
 @pytest.mark.parametrize(
@@ -71,27 +77,50 @@ def test_offered_achieved_concurrency_and_queue() -> None:
     out = traffic.compute(recs)
     assert out["offered_rate"] == pytest.approx(1.0)
     ends = [r.end for r in recs]
-    # the 3 s arrival span, shifted to start at the first end: requests 1, 2 and 3 end within it
-    assert out["achieved_rate"] == pytest.approx(3 / 3.0)
+    assert out["achieved_rate"] == pytest.approx(1.0)  # every arrival served: the offered rate
+    # the completions after the first over their own span: 3 in 3.3 s (request 2 ended 0.3 s late)
+    assert out["completions"] == 3 and out["completion_rate"] == pytest.approx(3 / (ends[-1] - ends[0]))
     assert out["queue_ms_p50"] == pytest.approx(0.0) and out["queue_ms_mean"] == pytest.approx(300 / 4)
     assert out["concurrency_max"] == 1.0  # never two at once
     assert out["concurrency_mean"] == pytest.approx(4 * 0.5 / (ends[-1] - 0.0))
 
 
-def test_a_saturated_point_achieves_less_than_it_was_offered() -> None:
-    # forty arrivals 0.1 s apart, served one at a time in 0.5 s each: completions 0.5 s apart
-    recs = []
-    for i in range(40):
-        send = max(i * 0.1, 0.5 * i)
-        recs.append(record(i, i * 0.1, send, ttft=0.1, tpot=0.1))
-    out = traffic.compute(recs)
-    assert out["offered_rate"] == pytest.approx(10.0)
-    # within the 3.9 s after the first end (0.5 s): the ends at 1.0, 1.5, ... 4.0
-    assert out["achieved_rate"] == pytest.approx(7 / 3.9)
-    assert out["queue_ms_p99"] > 3000
+def poisson_windows(rate: float, service_s: float | None, windows: int = 8, n: int = 8) -> list[dict[str, float]]:
+    """Windows of ``n`` Poisson arrivals at ``rate``: each request takes 0.3-0.8 s (seeded), or with
+    ``service_s`` the server serves one at a time in that long, so requests queue."""
+    rng = np.random.default_rng(3)
+    out, t, free = [], 0.0, 0.0
+    for _ in range(windows):
+        recs = []
+        for i in range(n):
+            t += rng.exponential(1 / rate)
+            send = t if service_s is None else max(t, free)
+            took = rng.uniform(0.3, 0.8) if service_s is None else service_s
+            free = send + took
+            recs.append(record(i, t, send, ttft=took / 2, tpot=took / 8))
+        out.append(traffic.compute(recs))
+    return out
 
 
-def test_achieved_never_exceeds_offered_when_a_burst_drains() -> None:
+def test_an_unsaturated_point_achieves_its_offered_rate_and_is_not_called_saturated() -> None:
+    """The issue's point: achieved 0.75 at an offered 1 req/s, which the README's rule called saturated."""
+    point = aggregate(poisson_windows(1.0, None), MeasureConfig(windows=8))
+    assert point["achieved_rate"] == pytest.approx(point["offered_rate"])
+    assert point["completion_rate_lo"] < point["offered_rate"] < point["completion_rate_hi"]
+    assert point["saturated"] == 0.0
+
+
+def test_a_saturated_point_completes_less_than_it_was_offered() -> None:
+    # arrivals at 10 req/s, served one at a time in 0.5 s each: completions 2 per second
+    windows = poisson_windows(10.0, 0.5)
+    point = aggregate(windows, MeasureConfig(windows=8))
+    assert point["offered_rate"] == pytest.approx(10.0, rel=0.3)
+    assert point["achieved_rate"] == pytest.approx(point["offered_rate"])  # every arrival was served, late
+    assert point["completion_rate"] == pytest.approx(2.0, rel=0.05) and point["saturated"] == 1.0
+    assert max(w["queue_ms_p99"] for w in windows) > 3000
+
+
+def test_achieved_never_exceeds_offered_nor_goodput_achieved_when_a_burst_drains() -> None:
     # a burst: arrivals at 0, 0.01, 0.02, then 1.0; the first three are slow, the last one fast, so the
     # ends come closer together than the arrivals (the old estimator read twice the offered rate)
     recs = [
@@ -101,6 +130,8 @@ def test_achieved_never_exceeds_offered_when_a_burst_drains() -> None:
     out = traffic.compute(recs)
     assert out["offered_rate"] == pytest.approx(3 / 1.0)
     assert out["achieved_rate"] <= out["offered_rate"]
+    assert out["completion_rate"] > out["offered_rate"]  # the ends came closer together than the arrivals
+    assert slo.compute(recs, SloConfig(ttft_ms=1000))["goodput"] <= out["achieved_rate"]
 
 
 def test_overlap_counts_requests_in_flight_at_once() -> None:

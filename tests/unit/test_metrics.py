@@ -28,8 +28,9 @@ def test_latencies() -> None:
     assert m["ttft_ms_mean"] == pytest.approx(150.0)
     assert m["e2e_ms_mean"] == pytest.approx(400.0)
     assert m["tpot_ms_mean"] == pytest.approx((75.0 + 200.0) / 2)
-    # decode speed: (5-1)/0.3 and (2-1)/0.2
-    assert m["decode_speed_mean"] == pytest.approx((4 / 0.3 + 5.0) / 2)
+    # decode: 4 tokens after the first chunk in 0.3 s, and 1 in 0.2 s; pooled, and the per-request median
+    assert m["decode_tokens"] == 5 and m["decode_s"] == pytest.approx(0.5) and m["decode_excluded"] == 0
+    assert m["decode_speed"] == pytest.approx(5 / 0.5)
     assert m["decode_speed_p50"] == pytest.approx((4 / 0.3 + 5.0) / 2)
 
 

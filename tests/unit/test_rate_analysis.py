@@ -35,15 +35,16 @@ def point(drafter: str, rate: float, ci: float | None = None) -> PointResult:
     }
     metrics = {
         "output_throughput": 64.0 * rate,  # below saturation both carry the offered load
-        "decode_speed_mean": speed,
+        "decode_speed": speed,
         "offered_rate": rate,
         "achieved_rate": rate,
+        "completion_rate": rate,
         "slo_attainment": ATTAINMENT[drafter][rate],
         "goodput": rate * ATTAINMENT[drafter][rate],
     }
     if ci is not None:  # measured in five windows of 40 requests
         met = round(ATTAINMENT[drafter][rate] * 200)
-        metrics |= {"slo_met": met, "requests_ok": 200, "decode_speed_mean_ci95": ci * speed, "windows": 5}
+        metrics |= {"slo_met": met, "requests_ok": 200, "decode_speed_ci95": ci * speed, "windows": 5}
     return PointResult.from_params("ok", params, metrics=metrics)
 
 
@@ -73,28 +74,45 @@ def test_the_highest_rate_within_the_slo_per_drafter_with_bounds() -> None:
 
 def test_verdict_names_the_sustained_rate_and_where_speculation_stops_paying() -> None:
     rows = sweep(ci=0.03)
-    speed, none_slo, tiny_slo = verdicts(rows, apply(rows))
-    assert speed.startswith("tiny (per-stream decode speed) pays up to rate 4 req/s (×1.10, 95% CI 1.0")
-    assert "loses from rate 8 req/s (×0.70, 95% CI 0.6" in speed and "; break-even between 4." in speed
-    assert none_slo.startswith("with none, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 2.5 (95% CI 2.")
-    assert tiny_slo.startswith("with tiny, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 4.3 (95% CI 4.")
+    speed, none_slo, tiny_slo, how = verdicts(rows, apply(rows))
+    assert speed.startswith("tiny (per-stream decode speed) pays up to rate 4 req/s (×1.10 [1.0")
+    assert "loses from rate 8 req/s (×0.70 [0.6" in speed and "; break-even between 4." in speed
+    assert none_slo.startswith("with none, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 2.5 [2.")
+    assert tiny_slo.startswith("with tiny, 90% of requests meet the SLO (TTFT ≤ 500 ms) up to ≈ 4.3 [4.")
+    assert how.endswith("; SLO attainment: Clopper-Pearson over requests")
 
 
 def test_verdict_when_every_or_no_rate_meets_the_slo() -> None:
-    rows = [p for p in sweep() if p.rate in (1, 2)]
+    rows = [p for p in sweep(ci=0.03) if p.rate in (1, 2)]
     for p in rows:
         if p.drafter == "none":
-            p.metrics["slo_attainment"] = 0.5
+            p.metrics |= {"slo_attainment": 0.5, "slo_met": 100}
     lines = verdicts(rows, apply(rows))
     assert (
-        "with none, fewer than 90% of requests meet the SLO (TTFT ≤ 500 ms) already at 1 req/s (attainment 50%)"
-        in lines
+        "with none, fewer than 90% of requests meet the SLO (TTFT ≤ 500 ms) already at 1 req/s "
+        "(attainment 50% [43%, 57%])" in lines
     )
     assert (
         "with tiny, 90% of requests meet the SLO (TTFT ≤ 500 ms) at every measured rate "
-        "(up to 2 req/s: attainment 100%)" in lines
+        "(up to 2 req/s: attainment 100% [98%, 100%])" in lines
     )
-    assert "tiny (per-stream decode speed) pays at every measured rate 1-2 req/s (×1.80 to ×1.40)" in lines[0]
+    assert lines[0].startswith("tiny (per-stream decode speed) pays at every measured rate 1-2 req/s (×1.80 [")
+
+
+def test_the_slo_line_claims_only_what_its_interval_supports() -> None:
+    """The issue's line: 'fewer than 90% ... already at 1 req/s (attainment 81%, 95% CI 64%-93%)' while
+    the interval holds 90%. 25 of 31 requests is 81% [63%, 93%]: it cannot tell."""
+    rows = [p for p in sweep(ci=0.03) if p.rate in (1, 2) and p.drafter == "none"]
+    rows[0].metrics |= {"slo_attainment": 25 / 31, "slo_met": 25, "requests_ok": 31}
+    (line, _) = verdicts(rows, apply(rows))
+    assert line == (
+        "with none, cannot tell whether 90% of requests meet the SLO (TTFT ≤ 500 ms) at 1 req/s "
+        "(attainment 81% [63%, 93%]): its interval holds 90%"
+    )
+    rows[0].metrics |= {"slo_attainment": 1.0, "slo_met": 200, "requests_ok": 200}
+    rows[1].metrics |= {"slo_attainment": 1.0, "slo_met": 31, "requests_ok": 31}  # [89%, 100%] holds 90%
+    (line, _) = verdicts(rows, apply(rows))
+    assert line.endswith("up to 1 req/s; cannot tell at 2 req/s (attainment 100% [89%, 100%]): its interval holds 90%")
 
 
 def test_figures_put_the_rate_on_the_x_axis() -> None:
