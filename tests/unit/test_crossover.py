@@ -233,3 +233,19 @@ def test_a_set_aside_batch_spends_the_budget_but_never_steers() -> None:
     end = steer(Believed({1: ends[1]}, {64: UNSETTLED}), Search(), {64})
     assert end.batch is None and end.status == UNSETTLED
     assert "when an end of the range did not settle" in answer(end, Search(), Believed({1: ends[1]}, {64: UNSETTLED}))
+
+
+def test_the_search_goes_past_the_ends_and_a_resumed_one_measures_only_what_is_missing() -> None:
+    """Batch 1 pays and 32 loses: the search measures inside until the budget; run again on the
+    same folder with a larger budget it reads the points it holds back, makes the same choices from
+    them and measures the one batch a fresh search with that budget would add (the live search's
+    resume, tests/e2e/test_crossover.py)."""
+    curve = log_linear(7.3)
+    step, short = run_search(curve, median_rule, Search(batch_max=32, max_points=3), half=0.05)
+    assert step.status == "budget" and len(short) == 3 and {1, 32} < set(short)
+    resumed = steer(Believed(dict(short)), Search(batch_max=32, max_points=4), {1, 32})
+    assert resumed.status == "searching" and resumed.batch not in short
+    _, fresh = run_search(curve, median_rule, Search(batch_max=32, max_points=4), half=0.05)
+    assert fresh.keys() - short.keys() == {resumed.batch} and set(short) < set(fresh)
+    done = steer(Believed(dict(fresh)), Search(batch_max=32, max_points=4), set(fresh))
+    assert done.batch is None and done.status == "budget"  # nothing measured twice
