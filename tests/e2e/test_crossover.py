@@ -14,6 +14,9 @@ import pytest
 from tests import conftest
 
 pytestmark = pytest.mark.slow
+# the search and its resume run in the setup of whichever test reads them first: two invocations of
+# up to 900 s each (the single test they were took past pytest's 600 s at load 11-18 on two cores)
+reads_the_search = pytest.mark.timeout(1800)
 
 # batch 1 pays and batch 32 loses on the reference engine (README, "How often the verdict agrees"),
 # so the search goes on past the ends; 64 prompts per window keep batch 32 busy and short
@@ -59,6 +62,7 @@ def measured(search: dict[str, str]) -> list[int]:
     return [int(b) for b in search["measured"].split()]
 
 
+@reads_the_search
 def test_search_measures_past_the_ends_until_the_budget(searched: Searched) -> None:
     search = searched.search
     assert search["status"] == "budget" and len(measured(search)) == 3 and {1, 32} <= set(measured(search))
@@ -67,12 +71,14 @@ def test_search_measures_past_the_ends_until_the_budget(searched: Searched) -> N
     assert sorted(int(r["batch"]) for r in searched.rows) == sorted(measured(search) * 2)
 
 
+@reads_the_search
 def test_search_runs_on_two_server_launches_across_launcher_jobs(searched: Searched) -> None:
     assert searched.groups == 2  # the ends, then the third batch: two launcher jobs
     _, children = _parent_and_children(searched.runs)
     assert sum(c.data.tags["specexp.server_reused"] == "false" for c in children) == 2  # servers stayed up
 
 
+@reads_the_search
 def test_search_answers_on_the_parent_run_and_in_the_verdict(searched: Searched) -> None:
     (parent,), _ = _parent_and_children(searched.runs)
     assert parent.data.metrics["crossover.batches"] == 3 and parent.data.metrics["crossover.points"] == 6
@@ -81,6 +87,7 @@ def test_search_answers_on_the_parent_run_and_in_the_verdict(searched: Searched)
     assert "when the budget ran out" in verdict and "3 of 32 batches measured (6 points)" in verdict
 
 
+@reads_the_search
 def test_the_same_sweep_folder_again_continues_the_search(searched: Searched) -> None:
     folder = searched.again.workdir / "multirun"
     (search,) = csv.DictReader((folder / "crossover.csv").open())

@@ -52,9 +52,11 @@ def study(tmp_path_factory, shared_outputs) -> Study:
     return Study(first, again, journal)
 
 
-# the live study runs servers for minutes: outside the quick tier (which picks tests by the
-# fixtures they ask for, and does not know this module's)
-live_study = pytest.mark.slow
+def live_study(test):
+    """A test reading the live study: outside the quick tier (which picks tests by the fixtures they
+    ask for, and does not know this module's), and given the time of both invocations, which run in
+    the setup of whichever of these tests comes first (over 600 s on two loaded cores)."""
+    return pytest.mark.slow(pytest.mark.timeout(1800)(test))
 
 
 @live_study
