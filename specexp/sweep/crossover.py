@@ -1,7 +1,8 @@
 """``mode: crossover``: the break-even batch found adaptively rather than by a grid.
 
-Both arms (drafter=none and the configured drafter) are measured at the range's ends, then one batch
-at a time where specexp.report.breakeven says it narrows the break-even's 95% interval most, until
+Both arms (drafter=none and the configured drafter) are measured at the range's ends and its middle
+(log scale: the ends alone only draw a straight line), then one batch at a time where
+specexp.report.breakeven says it narrows the break-even's 95% interval most, until
 the interval lies between adjacent measured batches (the resolution), outside the range, as narrow
 as the noise allows, or the budget (``max_points``) is spent. With ``input_lens`` the search runs at
 each context length (random prompts' workload.input_len, or a dataset's workload.length_bucket)
@@ -20,7 +21,7 @@ import contextlib
 import csv
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -53,10 +54,21 @@ def answer(step: Step, search: Search, found: Believed) -> str:
     return f"{text}; {found.words()}" if found.aside else text
 
 
+def middle(search: Search, skip: Collection[int]) -> int | None:
+    """The batch inside the range nearest its middle on a log scale (the geometric mean of its
+    ends), other than those in ``skip``; None when the range holds no other batch."""
+    inside = [b for b in range(search.batch_min + 1, search.batch_max) if b not in skip]
+    centre = (math.log2(search.batch_min) + math.log2(search.batch_max)) / 2
+    return min(inside, key=lambda b: (abs(math.log2(b) - centre), b), default=None)
+
+
 def steer(found: Believed, search: Search, tried: set[int]) -> Step:
-    """The search's next move from the batches it may believe (breakeven.next_step). A set-aside
-    batch spends the budget but never steers: it is not measured again, and a search left with only
-    set-aside batches to measure ends there (at an end of the range: it cannot go on)."""
+    """The search's next move from the batches it may believe (breakeven.next_step). Measured at its
+    two ends alone, it measures the middle of the range next (log scale): an interval from the ends
+    alone is a straight line drawn between them, and steering on it would refine around a crossing
+    no measurement inside supports. A set-aside batch spends the budget but never steers: it is not
+    measured again, and a search left with only set-aside batches to measure ends there (at an end
+    of the range: it cannot go on)."""
     spent = [b for b in found.aside if b not in found.points]  # the curve-breakers count among points
     budget = dataclasses.replace(search, max_points=search.max_points - len(spent))
 
@@ -64,6 +76,10 @@ def steer(found: Believed, search: Search, tried: set[int]) -> Step:
         return median_rule(drawn, [b for b in options if b not in found.aside] or options, points)
 
     step = breakeven.next_step(found.points, budget, rule)
+    ends = (search.batch_min, search.batch_max)
+    if step.batch is not None and step.batch not in ends and set(found.points) <= set(ends):
+        centre = middle(search, {*found.aside, *tried})
+        step = Step(centre, SEARCHING, step.lo, step.hi) if centre is not None else step
     if step.batch is None or (step.batch not in found.aside and step.batch not in tried):
         return step
     why = found.aside.get(step.batch, FAILED)

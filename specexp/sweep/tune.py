@@ -21,6 +21,7 @@ import csv
 import logging
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,60 @@ def measured_before(trials: list[optuna.trial.FrozenTrial], params: dict[str, An
         ),
         None,
     )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a launched trial tells the study: its values (None: it failed) and its user attributes."""
+
+    values: list[float] | None
+    attrs: dict[str, Any]
+
+
+def as_before(earlier: optuna.trial.FrozenTrial) -> Outcome:
+    """What a trial of a configuration ``measured_before`` is told instead of being launched."""
+    attrs = {key: earlier.user_attrs[key] for key in ("ci95", "constraints", "deterministic")}
+    return Outcome(earlier.values, attrs | {"same_as": earlier.number})
+
+
+def enough(trials: list[optuna.trial.FrozenTrial], n_trials: int, now: float) -> bool:
+    """Whether a study has its ``n_trials``: trials measured or being measured, by any worker
+    (infeasible ones and those that stood back, never launched, only count toward a cap of
+    ``MAX_ASKS_PER_TRIAL`` asks per trial)."""
+    return claims.taken(trials, now) >= n_trials or len(trials) >= MAX_ASKS_PER_TRIAL * n_trials
+
+
+def outcome(results: list[PointResult], keys: list[str], constraints: list[Clause]) -> Outcome:
+    """A launched trial's points -> what the study is told: one value per objective (``keys[i]`` read
+    from the i-th point, or every key from the only point), each with its 95% half-width, the
+    constraints' violations, and whether the objective proved deterministic (two or more windows
+    that agree exactly); a failed point or a missing objective fails the trial."""
+    measured = list(zip(results, keys, strict=True)) if len(results) > 1 else [(results[0], k) for k in keys]
+    failed = [r for r in results if not r.ok]
+    scores = [r.metrics.get(key) for r, key in measured]
+    if failed or any(s is None for s in scores):
+        return Outcome(None, {"error": (failed[0].error if failed else "objective missing") or ""})
+    halves = [r.metrics.get(f"{key}_ci95", 0.0) for r, key in measured]
+    windows = min(r.metrics.get("windows", 1) for r in results)
+    attrs = {
+        "constraints": [violation(c, r.metrics) for r in results for c in constraints],
+        "ci95": halves,
+        "deterministic": windows >= 2 and not any(halves),
+    }
+    return Outcome([float(s) for s in scores if s is not None], attrs)
+
+
+def tell(study: optuna.Study, trial: optuna.Trial, **result: Any) -> bool:
+    """study.tell; False when the sampler has tried every point of the space: grid and brute-force
+    samplers end the study by calling ``study.stop()``, which Optuna only allows inside ``optimize``
+    (the trial is stored all the same)."""
+    try:
+        study.tell(trial, **result)
+    except RuntimeError as exc:
+        if "Study.stop" not in str(exc):
+            raise
+        return False
+    return True
 
 
 class Tuner:
@@ -319,10 +374,7 @@ class Tuner:
     def _done(self, study: optuna.Study, deadline: float | None) -> bool:
         """n_trials counts trials measured or being measured, by any worker on the study; infeasible
         ones and those that stood back (never launched) only count toward a cap."""
-        trials = study.get_trials(deepcopy=False)
-        if claims.taken(trials, time.time()) >= self.conf.n_trials:
-            return True
-        if len(trials) >= MAX_ASKS_PER_TRIAL * self.conf.n_trials:
+        if enough(study.get_trials(deepcopy=False), self.conf.n_trials, time.time()):
             return True
         if deadline is not None and time.monotonic() > deadline:
             return True
@@ -341,9 +393,8 @@ class Tuner:
             return
         earlier = measured_before(study.get_trials(deepcopy=False), trial.params)
         if earlier is not None:
-            for key in ("ci95", "constraints", "deterministic"):
-                trial.set_user_attr(key, earlier.user_attrs[key])
-            trial.set_user_attr("same_as", earlier.number)
+            for key, value in as_before(earlier).attrs.items():
+                trial.set_user_attr(key, value)
             self._tell(study, trial, values=earlier.values)
             console.print(
                 f"trial {trial.number} {values}: measured in trial {earlier.number} (deterministic); not again"
@@ -362,37 +413,26 @@ class Tuner:
         self._baselines(run)
         with claim:
             results = self.sweeper.launch(run, jobs)
-        failed = [r for r in results if not r.ok]
-        measured = (
-            [(r, self.objectives[0]) for r in results] if self.batches else [(results[0], o) for o in self.objectives]
-        )
-        scores = [r.metrics.get(key) for r, key in measured]
-        halves = [r.metrics.get(f"{key}_ci95", 0.0) for r, key in measured]
-        if failed or any(s is None for s in scores):
-            trial.set_user_attr("error", (failed[0].error if failed else "objective missing") or "")
+        keys = [self.objectives[0]] * len(results) if self.batches else self.objectives
+        told = outcome(results, keys, self.constraints)
+        for key, value in told.attrs.items():
+            trial.set_user_attr(key, value)
+        if told.values is None:
             self._tell(study, trial, state=TrialState.FAIL)
             console.print(f"trial {trial.number} {values}: failed")
         else:
-            trial.set_user_attr("constraints", [violation(c, r.metrics) for r in results for c in self.constraints])
-            trial.set_user_attr("ci95", halves)
-            windows = min(r.metrics.get("windows", 1) for r in results)
-            trial.set_user_attr("deterministic", windows >= 2 and not any(halves))
-            self._tell(study, trial, values=scores)
+            self._tell(study, trial, values=told.values)
             shown = ", ".join(
                 f"{name} {fmt(score, digits(key), half or None)}"
-                for name, score, half, (_, key) in zip(self.objective_names(), scores, halves, measured, strict=True)
+                for name, score, half, key in zip(
+                    self.objective_names(), told.values, told.attrs["ci95"], keys, strict=True
+                )
             )
             console.print(f"trial {trial.number} {values}: {shown}")
         self._tag_runs(results, trial.number, self.conf.study_name, feasible(trial))
 
     def _tell(self, study: optuna.Study, trial: optuna.Trial, **result: Any) -> None:
-        """study.tell; grid and brute-force samplers end the study by calling ``study.stop()``, which
-        Optuna only allows inside ``optimize`` (the trial is stored all the same): here it ends the loop."""
-        try:
-            study.tell(trial, **result)
-        except RuntimeError as exc:
-            if "Study.stop" not in str(exc):
-                raise
+        if not tell(study, trial, **result):
             self.exhausted = True
 
     def _tag_runs(self, results: list[PointResult], number: int, study_name: str, ok: bool) -> None:

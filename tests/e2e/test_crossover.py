@@ -1,13 +1,22 @@
-"""The adaptive break-even search on the live reference engine: its points, its two server launches
-across several launcher jobs, its answer on the parent run, resuming, and the map."""
+"""The adaptive break-even search on the live reference engine: one search, resumed, run once for
+the module and read by several tests (its points, its two server launches across several launcher
+jobs, its answer on the parent run, resuming); the map at three lengths; refusals before any server.
+Where the search measures next and when it stops is tried on synthetic curves in
+tests/unit/test_crossover.py."""
 
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 
 import pytest
 
+from tests import conftest
+
 pytestmark = pytest.mark.slow
+# the search and its resume run in the setup of whichever test reads them first: two invocations of
+# up to 900 s each (the single test they were took past pytest's 600 s at load 11-18 on two cores)
+reads_the_search = pytest.mark.timeout(1800)
 
 # batch 1 pays and batch 32 loses on the reference engine (README, "How often the verdict agrees"),
 # so the search goes on past the ends; 64 prompts per window keep batch 32 busy and short
@@ -19,31 +28,70 @@ def _parent_and_children(runs):
     return parents, [r for r in runs if r.data.tags.get("specexp.role") != "parent"]
 
 
-def test_search_measures_past_the_ends_on_two_launches_and_resumes(specexp) -> None:
+@dataclass
+class Searched:
+    """The search with a budget of 3 batches (what it left, read before the rerun), and the same
+    sweep folder again with a budget of 4 (as resume=<id> continues it)."""
+
+    run: conftest.Run
+    search: dict[str, str]  # crossover.csv's row after the first run
+    rows: list[dict[str, str]]  # summary.csv after the first run
+    groups: int  # launcher jobs after the first run
+    runs: list  # MLflow runs after the first run
+    verdict: str
+    again: conftest.Run
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory, shared_outputs) -> Searched:
+    specexp = conftest.specexp.__wrapped__(tmp_path_factory.mktemp("search"), shared_outputs)
     run = specexp(*SEARCH, "hydra.sweeper.crossover.max_points=3", "-m", timeout=900)
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     folder = run.workdir / "multirun"
     (search,) = csv.DictReader((folder / "crossover.csv").open())
-    measured = [int(b) for b in search["measured"].split()]
-    assert search["status"] == "budget" and len(measured) == 3 and {1, 32} <= set(measured)
-    assert search["grid_batches"] == "32"
     rows = list(csv.DictReader((folder / "summary.csv").open()))
-    assert sorted(int(r["batch"]) for r in rows) == sorted(measured * 2)  # both arms at every batch
-    groups = [p for p in (folder / "groups").iterdir() if p.name.isdigit()]
-    assert len(groups) == 2  # the ends, then the third batch: two launcher jobs
-    parents, children = _parent_and_children(run.runs())
-    assert sum(c.data.tags["specexp.server_reused"] == "false" for c in children) == 2  # servers stayed up
-    (parent,) = parents
-    assert parent.data.metrics["crossover.batches"] == 3 and parent.data.metrics["crossover.points"] == 6
-    assert parent.data.metrics["crossover.grid_batches"] == 32
+    groups = len([p for p in (folder / "groups").iterdir() if p.name.isdigit()])
     verdict = (folder / "verdict.txt").read_text()
-    assert "when the budget ran out" in verdict and "3 of 32 batches measured (6 points)" in verdict
-
-    # the same sweep folder again continues the sweep, as resume=<id> does
+    runs = run.runs()
     again = specexp(*SEARCH, "hydra.sweeper.crossover.max_points=4", "-m", timeout=900)
     assert again.proc.returncode == 0, again.proc.stderr[-3000:]
+    return Searched(run, search, rows, groups, runs, verdict, again)
+
+
+def measured(search: dict[str, str]) -> list[int]:
+    return [int(b) for b in search["measured"].split()]
+
+
+@reads_the_search
+def test_search_measures_past_the_ends_until_the_budget(searched: Searched) -> None:
+    search = searched.search
+    assert search["status"] == "budget" and len(measured(search)) == 3 and {1, 32} <= set(measured(search))
+    assert search["grid_batches"] == "32"
+    # both arms at every batch
+    assert sorted(int(r["batch"]) for r in searched.rows) == sorted(measured(search) * 2)
+
+
+@reads_the_search
+def test_search_runs_on_two_server_launches_across_launcher_jobs(searched: Searched) -> None:
+    assert searched.groups == 2  # the ends, then the third batch: two launcher jobs
+    _, children = _parent_and_children(searched.runs)
+    assert sum(c.data.tags["specexp.server_reused"] == "false" for c in children) == 2  # servers stayed up
+
+
+@reads_the_search
+def test_search_answers_on_the_parent_run_and_in_the_verdict(searched: Searched) -> None:
+    (parent,), _ = _parent_and_children(searched.runs)
+    assert parent.data.metrics["crossover.batches"] == 3 and parent.data.metrics["crossover.points"] == 6
+    assert parent.data.metrics["crossover.grid_batches"] == 32
+    verdict = searched.verdict
+    assert "when the budget ran out" in verdict and "3 of 32 batches measured (6 points)" in verdict
+
+
+@reads_the_search
+def test_the_same_sweep_folder_again_continues_the_search(searched: Searched) -> None:
+    folder = searched.again.workdir / "multirun"
     (search,) = csv.DictReader((folder / "crossover.csv").open())
-    assert set(measured) < {int(b) for b in search["measured"].split()}
+    assert set(measured(searched.search)) < set(measured(search))
     rows = list(csv.DictReader((folder / "summary.csv").open()))
     assert len(rows) == 2 * int(search["batches"]) <= 8  # the first three batches were not measured again
 

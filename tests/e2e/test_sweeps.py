@@ -29,6 +29,9 @@ def children_and_parent(runs):
     ],
 )
 def test_four_points_two_servers_either_order(specexp, order) -> None:
+    """One sweep per order of the axes (the servers' order is the point), each read whole: two
+    launches, the points' names and metrics with an interval for every headline number, the
+    parent's, the plots and the verdict."""
     run = specexp(*order, "-m")
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     parents, children = children_and_parent(run.runs())
@@ -51,6 +54,12 @@ def test_four_points_two_servers_either_order(specexp, order) -> None:
         measured_ms = 1000 * c.data.metrics["output_tokens"] / c.data.metrics["output_throughput"]
         assert c.info.end_time - c.info.start_time >= measured_ms - 1
         assert "system/cpu_utilization_percentage" in c.data.metrics
+        m = c.data.metrics
+        assert m["windows"] >= 3 and m["requests_ok"] == 4 * m["windows"]
+        headline = [k for k in TABLE_KEYS if k in m and not (k == "accept_length" and "accept_rate" not in m)]
+        missing = [f"{k}_ci95" for k in headline if f"{k}_ci95" not in m]
+        assert not missing, missing  # every headline number carries its interval (1.0 for no drafter is exact)
+        assert {"client_cpu", "host_load1", "windows_warmup", "windows_settled"} <= set(m)
         if c.data.params["drafter.name"] == "none":
             assert c.data.metrics["accept_length"] == 1.0
             assert "accept_rate" not in c.data.metrics
@@ -62,6 +71,7 @@ def test_four_points_two_servers_either_order(specexp, order) -> None:
             assert c.data.tags["specexp.speedup_method"] == method
             assert (c.data.metrics["windows_paired"] > 0) == (method == "paired")
             assert "speedup_unpaired" in c.data.metrics and "speedup_lo" in c.data.metrics
+            assert "speedup_ci95" in m and "decode_speedup_ci95" in m
     rows = list(csv.DictReader((run.workdir / "multirun" / "summary.csv").open()))
     # Two launches either way: on CPU both servers stay up and the arms take turns at each batch,
     # so a speedup compares measurements seconds apart; arms=sequential runs one server, then the other.
@@ -77,8 +87,13 @@ def test_four_points_two_servers_either_order(specexp, order) -> None:
     for name in ("output_throughput", "speedup", "decode_speed", "accept_length", "ttft", "tpot"):
         assert (plots / f"{name}.png").stat().st_size > 10_000, name
     assert "Speedup of speculation" in (plots / "plots.html").read_text()
-    verdict = (run.workdir / "multirun" / "verdict.txt").read_text().splitlines()[0]
-    assert verdict.startswith("tiny") and verdict[:40] in run.proc.stderr  # the answer in words, in the console
+    header = (run.workdir / "multirun" / "summary.csv").read_text().splitlines()[0].split(",")
+    assert header[header.index("output_throughput") + 1] == "output_throughput_ci95"  # ± beside the value
+    verdict = (run.workdir / "multirun" / "verdict.txt").read_text()
+    first = verdict.splitlines()[0]
+    assert first.startswith("tiny") and first[:40] in run.proc.stderr  # the answer in words, in the console
+    assert "95% CI" in verdict or "no measurable difference" in verdict
+    assert any(k.startswith("crossover_batch") for k in parent.data.metrics) or "break-even" not in verdict
 
 
 def test_failed_server_is_recorded_and_the_sweep_goes_on(specexp, shared_outputs, broken_model) -> None:
@@ -144,27 +159,6 @@ def test_sigint_mid_sweep_marks_the_run_and_leaves_no_engine(tmp_path, shared_ou
     assert statuses == {"parent": "KILLED", "point": "KILLED"}
     time.sleep(0.5)
     assert engine_processes(marker) == [], out[-2000:]
-
-
-def test_every_headline_metric_gets_an_interval_and_the_verdict_states_them(specexp) -> None:
-    run = specexp("drafter=none,tiny", "batch=1,4", "-m")
-    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-    parents, children = children_and_parent(run.runs())
-    for c in children:
-        m = c.data.metrics
-        assert m["windows"] >= 3 and m["requests_ok"] == 4 * m["windows"]
-        headline = [k for k in TABLE_KEYS if k in m and not (k == "accept_length" and "accept_rate" not in m)]
-        missing = [f"{k}_ci95" for k in headline if f"{k}_ci95" not in m]
-        assert not missing, missing  # every headline number carries its interval (1.0 for no drafter is exact)
-        assert {"client_cpu", "host_load1", "windows_warmup", "windows_settled"} <= set(m)
-        if c.data.params["drafter.name"] == "tiny":
-            assert "speedup_ci95" in m and "decode_speedup_ci95" in m
-    verdict = (run.workdir / "multirun" / "verdict.txt").read_text()
-    assert verdict.startswith("tiny") and ("95% CI" in verdict or "no measurable difference" in verdict)
-    assert verdict[:40] in run.proc.stderr  # and in the console
-    header = (run.workdir / "multirun" / "summary.csv").read_text().splitlines()[0].split(",")
-    assert header[header.index("output_throughput") + 1] == "output_throughput_ci95"  # ± beside the value
-    assert any(k.startswith("crossover_batch") for k in parents[0].data.metrics) or "break-even" not in verdict
 
 
 def test_repeats_launch_every_server_again_interleaved(specexp) -> None:

@@ -1,103 +1,126 @@
-"""The Optuna sweeper on the live reference engine: the same best depth as a grid, resumable
-studies another process can open, infeasible trials never launched, failed trials recorded."""
+"""The Optuna sweeper on the live reference engine: one study (the depth preset at two listed
+batches, resumed by a second process on its journal), run once for the module and read by several
+tests; infeasible trials never launched, a failed trial recorded, the presets' spaces. The search
+rules themselves (the grid's best depth found by TPE, deterministic repeats, pruning, resuming) are
+tried on a synthetic objective in tests/unit/test_tune_search.py."""
 
 import csv
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
-import optuna
 import pytest
 
-# Deterministic objective: the same prompts in every trial (unique=false) and greedy decoding make
-# acceptance a pure function of the depth, so a study and a grid can be compared exactly.
-DEPTH_STUDY = [
-    "drafter=tiny",
-    "workload.unique=false",
-    "workload.output_len=24",
-    "hydra.sweeper.mode=optuna",
-    "hydra.sweeper.objective=accept_length",
-    "hydra.sweeper.constraints=['accept_rate >= 0.5']",
-    "drafter.num_steps=range(1,9)",
-]
+from tests import conftest
+
+STUDY = "tune_depth-torch-tiny-tiny-b1_2"  # the preset's name, ending with the listed batches
 
 
-def best(sweep_dir) -> dict:
-    (row,) = csv.DictReader((sweep_dir / "best.csv").open())
-    return row
+@dataclass
+class Study:
+    first: conftest.Run  # n_trials=2
+    again: conftest.Run  # the same command with n_trials=3: the study resumed from its journal
+    journal: Path
+
+    @property
+    def folder(self) -> Path:
+        return self.again.workdir / "multirun"
+
+    def children(self) -> list:
+        return [r for r in self.again.runs() if r.data.tags.get("specexp.role") == "point"]
+
+    def parent(self):
+        """The parent run of the resumed (second) invocation."""
+        parents = [r for r in self.again.runs() if r.data.tags.get("specexp.role") == "parent"]
+        return max(parents, key=lambda p: p.info.start_time)
 
 
-@pytest.mark.timeout(1800)
-def test_tpe_in_12_trials_finds_the_grids_best_depth(specexp) -> None:
-    grid = specexp(
-        *DEPTH_STUDY,
-        "hydra.sweeper.sampler=grid",
-        "hydra.sweeper.n_trials=8",
-        "hydra.sweeper.study_name=grid",
-        "-m",
-        timeout=900,
-    )
-    assert grid.proc.returncode == 0, grid.proc.stderr[-3000:]
-    grid_best = best(grid.workdir / "multirun")
-    (grid.workdir / "multirun").rename(grid.workdir / "grid")
-    tpe = specexp(
-        *DEPTH_STUDY,
-        "hydra.sweeper.sampler=tpe",
-        "hydra.sweeper.n_trials=12",
-        "hydra.sweeper.study_name=tpe",
-        "-m",
-        timeout=900,
-    )
-    assert tpe.proc.returncode == 0, tpe.proc.stderr[-3000:]
-    tpe_best = best(tpe.workdir / "multirun")
-    print(
-        f"grid: best num_steps={grid_best['drafter.num_steps']} at trial {grid_best['trial']} of 8; "
-        f"tpe: best num_steps={tpe_best['drafter.num_steps']} at trial {tpe_best['trial']} of 12"
-    )
-    assert tpe_best["drafter.num_steps"] == grid_best["drafter.num_steps"]
-    # a deterministic objective: every configuration measured once, however often TPE suggests it
-    trials = list(csv.DictReader((tpe.workdir / "multirun" / "trials.csv").open()))
-    measured = [r for r in tpe.runs() if r.data.tags.get("optuna.study") == "tpe"]  # the grid shares the store
-    assert len(measured) == len({t["drafter.num_steps"] for t in trials if t["state"] == "COMPLETE"}) < len(trials)
-    assert all(float(t["accept_length_ci95"]) == 0.0 for t in trials if t["state"] == "COMPLETE")
-    assert float(tpe_best["value"]) == float(grid_best["value"])
-    assert 1 < int(grid_best["drafter.num_steps"]) < 8  # the constraint bites: not a corner of the space
-
-
-def test_study_resumes_and_another_process_loads_it(specexp, tmp_path) -> None:
-    journal = tmp_path / "study.log"
-    common = [
-        "drafter=tiny",
-        "+sweep=tune_depth",
-        f"hydra.sweeper.storage=journal://{journal}",
-        "hydra.sweeper.study_name=resume",
-        "hydra.sweeper.sampler=random",
-    ]
-    first = specexp(*common, "hydra.sweeper.n_trials=2", "-m")
+@pytest.fixture(scope="module")
+def study(tmp_path_factory, shared_outputs) -> Study:
+    """``+sweep=tune_depth batch=1,2`` in two invocations on one journal: two trials, then a third.
+    The tests' own ``specexp`` runner (tests/conftest.py), in a folder that lives for the module."""
+    folder = tmp_path_factory.mktemp("study")
+    specexp = conftest.specexp.__wrapped__(folder, shared_outputs)
+    journal = folder / "study.log"
+    common = ["drafter=tiny", "+sweep=tune_depth", "batch=1,2", f"hydra.sweeper.storage=journal://{journal}"]
+    first = specexp(*common, "hydra.sweeper.n_trials=2", "-m", timeout=900)
     assert first.proc.returncode == 0, first.proc.stderr[-3000:]
-    again = specexp(*common, "hydra.sweeper.n_trials=3", "-m")
+    again = specexp(*common, "hydra.sweeper.n_trials=3", "-m", timeout=900)
     assert again.proc.returncode == 0, again.proc.stderr[-3000:]
+    return Study(first, again, journal)
+
+
+def live_study(test):
+    """A test reading the live study: outside the quick tier (which picks tests by the fixtures they
+    ask for, and does not know this module's), and given the time of both invocations, which run in
+    the setup of whichever of these tests comes first (over 600 s on two loaded cores)."""
+    return pytest.mark.slow(pytest.mark.timeout(1800)(test))
+
+
+@live_study
+def test_the_study_resumes_and_another_process_loads_it(study: Study) -> None:
     code = (
         "import optuna; from optuna.storages import JournalStorage; "
         "from optuna.storages.journal import JournalFileBackend; "
-        f"backend = JournalFileBackend({str(journal)!r}); "
-        "s = optuna.load_study(study_name='resume', storage=JournalStorage(backend)); "
+        f"backend = JournalFileBackend({str(study.journal)!r}); "
+        f"s = optuna.load_study(study_name={STUDY!r}, storage=JournalStorage(backend)); "
         "print(sum(t.state.name in ('COMPLETE', 'FAIL') for t in s.trials))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(out.stdout) == 3  # n_trials is the study's total: the rerun added one measured trial
-    # one MLflow run per measured trial over both invocations (the store is shared); pruned ones have
-    # none; the drafter=none baseline was measured once, by the first
-    children = [r for r in again.runs() if r.data.tags.get("specexp.role") != "parent"]
-    assert len([c for c in children if "optuna.trial" in c.data.tags]) == 3
-    assert len([c for c in children if c.data.params["drafter.name"] == "none"]) == 1
-    # what the user reads: the tuned parameters as columns, the best depth at the end, no library notes
-    err = again.proc.stderr
+    assert STUDY in study.first.proc.stderr and STUDY in study.again.proc.stderr  # named by its batches
+    # one MLflow run per measured trial and batch over both invocations (the store is shared);
+    # the drafter=none baseline at each batch was measured once, by the first
+    children = study.children()
+    trials = [c for c in children if "optuna.trial" in c.data.tags]
+    assert sorted(c.data.params["batch"] for c in trials) == ["1", "1", "1", "2", "2", "2"]  # each trial at both
+    baselines = [c for c in children if c.data.params["drafter.name"] == "none"]
+    assert sorted(b.data.params["batch"] for b in baselines) == ["1", "2"]
+    assert len({b.data.tags["specexp.server_key"] for b in baselines}) == 1  # one server, both batches
+    # one launch per trial, measuring every batch on it
+    assert sum(c.data.tags["specexp.server_reused"] == "false" for c in trials) == 3
+    parents = [r for r in study.again.runs() if r.data.tags.get("specexp.role") == "parent"]
+    assert all("Optuna over drafter.num_steps" in p.info.run_name for p in parents)
+
+
+@live_study
+def test_the_depth_preset_on_a_chain_engine_searches_the_depth_alone(study: Study) -> None:
+    """tune_depth on the reference engine: depth only (no trial pruned for a top-k the engine
+    refuses), a drafter=none baseline so every trial has a speedup, one objective per batch."""
+    err = study.first.proc.stderr
+    assert "searching drafter.num_steps" in err and "infeasible" not in err + study.again.proc.stderr
+    rows = list(csv.DictReader((study.folder / "trials.csv").open()))
+    assert [r["state"] for r in rows] == ["COMPLETE"] * 3 and "drafter.topk" not in rows[0]
+    trials = [c for c in study.children() if c.data.params["drafter.name"] == "tiny"]
+    assert len(trials) == 6 and all("speedup" in c.data.metrics for c in trials)
+    assert all(c.info.run_name.count("batch=") == 1 for c in trials), [c.info.run_name for c in trials]
+    best = list(csv.DictReader((study.folder / "best.csv").open()))
+    assert [r["objective"] for r in best] == ["output_throughput@b1", "output_throughput@b2"]
+    assert "batch" not in best[0]  # the load, not a tuned setting
+    parent = study.parent()
+    assert parent.data.tags["specexp.kind"] == "study" and parent.info.run_name.endswith("at batch 1,2")
+
+
+@live_study
+def test_the_study_says_its_best_at_each_batch_as_the_verdict_does(study: Study) -> None:
+    """The best stated with the configurations it cannot be told apart from, repeats pooled, in the
+    console, verdict.txt and the parent's note alike; a plot by depth; no library notes."""
+    err = study.again.proc.stderr
     assert re.search(r"best at batch 1: drafter\.num_steps=\d", err), err[-3000:]
     assert "ExperimentalWarning" not in err and "low `target` values" not in err
     assert "no speculative point has a baseline" not in err
-    parents = [r for r in again.runs() if r.data.tags.get("specexp.role") == "parent"]
-    assert all("Optuna over drafter.num_steps" in p.info.run_name for p in parents)
+    verdict = (study.folder / "verdict.txt").read_text()
+    (line,) = [x for x in verdict.splitlines() if x.startswith("best at batch 2:")]
+    assert line in err  # the console says what verdict.txt says
+    best_row = next(r for r in csv.DictReader((study.folder / "best.csv").open()) if r["objective"].endswith("@b2"))
+    repeated = len(best_row["trials"].split()) > 1
+    best_clause = line.split(";")[0]  # the indistinguishable ones may be pooled too: look at the best's own
+    assert ("pooled" in best_clause) == repeated
+    assert ("no single best" in line) == bool(best_row["indistinguishable"])
+    assert line in study.parent().data.tags["mlflow.note.content"]
+    assert (study.folder / "plots" / "study_depth.png").stat().st_size > 10_000
 
 
 def test_infeasible_depths_are_pruned_and_never_launched(specexp) -> None:
@@ -119,10 +142,17 @@ def test_infeasible_depths_are_pruned_and_never_launched(specexp) -> None:
 
 
 def test_failed_trial_is_recorded_and_the_study_goes_on(specexp, shared_outputs, broken_model) -> None:
+    """A trial whose server fails is told FAIL and the study goes on; the good trial's objective
+    (acceptance under greedy decoding of the same prompts every window) is exact: its 95% half-width
+    is 0, which makes it deterministic, so the tuner never measures it twice (tests/unit/test_tune_search.py)."""
     good = shared_outputs / "models" / "tiny" / "target"
     run = specexp(
-        "drafter=none",
+        "drafter=tiny",
+        "baseline=off",
+        "workload.unique=false",
+        "workload.output_len=24",
         "hydra.sweeper.mode=optuna",
+        "hydra.sweeper.objective=accept_length",
         f"model.path=choice({good},{broken_model})",
         "hydra.sweeper.sampler=grid",
         "hydra.sweeper.n_trials=2",
@@ -131,60 +161,14 @@ def test_failed_trial_is_recorded_and_the_study_goes_on(specexp, shared_outputs,
         "-m",
     )
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-    states = [row["state"] for row in csv.DictReader((run.workdir / "multirun" / "trials.csv").open())]
-    assert sorted(states) == ["COMPLETE", "FAIL"]
+    rows = list(csv.DictReader((run.workdir / "multirun" / "trials.csv").open()))
+    assert sorted(r["state"] for r in rows) == ["COMPLETE", "FAIL"]
+    (complete,) = [r for r in rows if r["state"] == "COMPLETE"]
+    assert float(complete["accept_length_ci95"]) == 0.0 and float(complete["accept_length"]) > 1.0
     children = [r for r in run.runs() if r.data.tags.get("specexp.role") != "parent"]
     assert {c.data.tags["optuna.trial"] for c in children} == {"0", "1"}
     (parent,) = [r for r in run.runs() if r.data.tags.get("specexp.role") == "parent"]
-    assert parent.data.metrics["trials_complete"] == 1 and "best.output_throughput" in parent.data.metrics
-
-
-def test_schedule_measures_every_batch_on_one_launch_per_trial(specexp) -> None:
-    run = specexp(
-        "drafter=tiny",
-        "+sweep=tune_schedule",
-        "hydra.sweeper.batches=[1,2]",
-        "hydra.sweeper.n_trials=2",
-        "hydra.sweeper.study_name=schedule",
-        "-m",
-    )
-    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-    rows = list(csv.DictReader((run.workdir / "multirun" / "best.csv").open()))
-    assert [r["objective"] for r in rows] == ["output_throughput@b1", "output_throughput@b2"]
-    children = [r for r in run.runs() if r.data.tags.get("optuna.trial") is not None]
-    assert len(children) == 4
-    assert sum(c.data.tags["specexp.server_reused"] == "false" for c in children) == 2
-    baselines = [r for r in run.runs() if r.data.params.get("drafter.name") == "none"]
-    assert sorted(b.data.params["batch"] for b in baselines) == ["1", "2"]  # one server, both batches
-    assert optuna.__version__.startswith("5")
-
-
-def test_the_depth_preset_on_a_chain_engine_reads_right(specexp) -> None:
-    """tune_depth on the reference engine: depth only (no trial pruned for a top-k the engine
-    refuses), a drafter=none baseline measured once so every trial has a speedup, the best stated
-    with the configurations it cannot be told apart from, repeats pooled, a plot by depth."""
-    run = specexp("drafter=tiny", "+sweep=tune_depth", "batch=2", "hydra.sweeper.n_trials=3", "-m", timeout=900)
-    err = run.proc.stderr
-    assert run.proc.returncode == 0, err[-3000:]
-    assert "searching drafter.num_steps" in err and "infeasible" not in err
-    rows = list(csv.DictReader((run.workdir / "multirun" / "trials.csv").open()))
-    assert [r["state"] for r in rows] == ["COMPLETE"] * 3 and "drafter.topk" not in rows[0]
-    children = [r for r in run.runs() if r.data.tags.get("specexp.role") != "parent"]
-    baselines = [c for c in children if c.data.params["drafter.name"] == "none"]
-    assert len(baselines) == 1 and baselines[0].data.params["batch"] == "2"
-    trials = [c for c in children if c.data.params["drafter.name"] == "tiny"]
-    assert len(trials) == 3 and all("speedup" in c.data.metrics for c in trials)
-    verdict = (run.workdir / "multirun" / "verdict.txt").read_text()
-    (line,) = [x for x in verdict.splitlines() if x.startswith("best at batch 2:")]
-    assert line in err  # the console says what verdict.txt says
-    (best_row,) = csv.DictReader((run.workdir / "multirun" / "best.csv").open())
-    repeated = len(best_row["trials"].split()) > 1
-    best_clause = line.split(";")[0]  # the indistinguishable ones may be pooled too: look at the best's own
-    assert ("pooled" in best_clause) == repeated
-    assert ("no single best" in line) == bool(best_row["indistinguishable"])
-    (parent,) = [r for r in run.runs() if r.data.tags.get("specexp.role") == "parent"]
-    assert line in parent.data.tags["mlflow.note.content"]
-    assert (run.workdir / "multirun" / "plots" / "study_depth.png").stat().st_size > 10_000
+    assert parent.data.metrics["trials_complete"] == 1 and "best.accept_length" in parent.data.metrics
 
 
 def test_the_tree_preset_searches_sglangs_tree_and_a_chain_engines_depth(specexp) -> None:
@@ -201,25 +185,3 @@ def test_the_tree_preset_searches_sglangs_tree_and_a_chain_engines_depth(specexp
     assert chain.proc.returncode == 0, chain.proc.stderr[-3000:]
     err = " ".join(chain.proc.stderr.split())
     assert "accepts no value of drafter.topk, drafter.num_draft_tokens" in err and "searching drafter.num_steps" in err
-
-
-def test_a_study_over_listed_batches_tunes_the_depth_at_each(specexp) -> None:
-    """``batch=1,2`` with a study: the depth at each batch (one launch per trial, one objective per
-    batch), a drafter=none baseline at each so every point has a speedup, never batch as a setting."""
-    run = specexp("drafter=tiny", "+sweep=tune_depth", "batch=1,2", "hydra.sweeper.n_trials=2", "-m", timeout=900)
-    err = run.proc.stderr
-    assert run.proc.returncode == 0, err[-3000:]
-    children = [r for r in run.runs() if r.data.tags.get("specexp.role") == "point"]
-    baselines = sorted(c.data.params["batch"] for c in children if c.data.params["drafter.name"] == "none")
-    assert baselines == ["1", "2"]
-    trials = [c for c in children if c.data.params["drafter.name"] == "tiny"]
-    assert sorted(c.data.params["batch"] for c in trials) == ["1", "1", "2", "2"]  # each trial at both batches
-    assert all("speedup" in c.data.metrics for c in trials)
-    assert all(c.info.run_name.count("batch=") == 1 for c in trials), [c.info.run_name for c in trials]
-    rows = list(csv.DictReader((run.workdir / "multirun" / "best.csv").open()))
-    assert [r["objective"] for r in rows] == ["output_throughput@b1", "output_throughput@b2"]
-    assert "batch" not in rows[0]  # the load, not a tuned setting
-    (parent,) = [r for r in run.runs() if r.data.tags.get("specexp.role") == "parent"]
-    assert parent.data.tags["specexp.kind"] == "study" and parent.info.run_name.endswith("at batch 1,2")
-    assert "tune_depth-torch-tiny-tiny-b1_2" in err  # the study named by its batches
-    assert (run.workdir / "multirun" / "plots" / "study_depth.png").stat().st_size > 10_000

@@ -233,3 +233,37 @@ def test_a_set_aside_batch_spends_the_budget_but_never_steers() -> None:
     end = steer(Believed({1: ends[1]}, {64: UNSETTLED}), Search(), {64})
     assert end.batch is None and end.status == UNSETTLED
     assert "when an end of the range did not settle" in answer(end, Search(), Believed({1: ends[1]}, {64: UNSETTLED}))
+
+
+def test_the_search_goes_past_the_ends_and_a_resumed_one_measures_only_what_is_missing() -> None:
+    """Batch 1 pays and 32 loses: the search measures inside until the budget; run again on the
+    same folder with a larger budget it reads the points it holds back, makes the same choices from
+    them and measures the one batch a fresh search with that budget would add (the live search's
+    resume, tests/e2e/test_crossover.py)."""
+    curve = log_linear(7.3)
+    step, short = run_search(curve, median_rule, Search(batch_max=32, max_points=3), half=0.05)
+    assert step.status == "budget" and len(short) == 3 and {1, 32} < set(short)
+    resumed = steer(Believed(dict(short)), Search(batch_max=32, max_points=4), {1, 32})
+    assert resumed.status == "searching" and resumed.batch not in short
+    _, fresh = run_search(curve, median_rule, Search(batch_max=32, max_points=4), half=0.05)
+    assert fresh.keys() - short.keys() == {resumed.batch} and set(short) < set(fresh)
+    done = steer(Believed(dict(fresh)), Search(batch_max=32, max_points=4), set(fresh))
+    assert done.batch is None and done.status == "budget"  # nothing measured twice
+
+
+def test_measured_at_its_ends_alone_the_search_measures_the_middle_first() -> None:
+    """A search once measured 1, 64, 15, 14, 10, 12: the interval from the two ends alone (a straight
+    line in log batch) steered it to 10-15 and 2-9 went unmeasured. Measured at its ends alone it
+    now measures the range's middle (log scale), whatever the ends read, then refines."""
+    for top in (0.9, 0.6, 0.3):
+        ends = {1: Estimate(1.3, 0.02, 2), 64: Estimate(top, 0.02, 2)}
+        step = steer(Believed(dict(ends)), Search(), {1, 64})
+        assert step.batch == 8 and step.status == "searching", (top, step)
+        assert (step.lo, step.hi) == (next_step(ends, Search()).lo, next_step(ends, Search()).hi)  # said as before
+    ends = {1: Estimate(1.3, 0.02, 2), 64: Estimate(0.9, 0.02, 2)}
+    refined = steer(Believed({**ends, 8: Estimate(1.1, 0.02, 2)}), Search(), {1, 8, 64})
+    assert refined.batch is not None and 8 < refined.batch < 64 and refined.lo >= 8  # then the rule steers
+    failed = steer(Believed(dict(ends), {8: FAILED}), Search(), {1, 8, 64})
+    assert failed.batch == 9  # the middle set aside: the batch nearest it (log scale)
+    upto32 = Believed({1: ends[1], 32: ends[64]})
+    assert steer(upto32, Search(batch_max=32), {1, 32}).batch == 6  # 2^2.5 = 5.7
