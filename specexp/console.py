@@ -12,7 +12,6 @@ from rich.text import Text
 
 from specexp import live
 from specexp.config import ConfigError
-from specexp.metrics.methods import methods_line
 from specexp.metrics.registry import digits, header, table_keys
 from specexp.result import PointResult
 
@@ -80,6 +79,8 @@ def load_cell(row: dict[str, Any]) -> str:
 def points_table(rows: Sequence[dict[str, Any]], title: str, settings: Sequence[str] = ()) -> Table:
     """engine × drafter × ``settings`` (a study's tuned keys) × load → the headline columns and status
     (rows from report.summary.summary_rows)."""
+    from specexp.metrics.methods import methods_line  # SciPy's: the CLI's refusals and --help go without it
+
     keys = table_keys(rows)
     how = methods_line(keys, rows)
     table = Table(title=title, caption=Text(how) if how else None)  # Text: "[lo, hi]" is no markup tag
