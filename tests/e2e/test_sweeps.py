@@ -110,6 +110,7 @@ def test_failed_server_is_recorded_and_the_sweep_goes_on(specexp, shared_outputs
     assert "log tail" in results[1]["error"]
 
 
+@pytest.mark.slow  # a live sweep, interrupted: not for the quick tier, whose fixtures rule cannot see it
 def test_sigint_mid_sweep_marks_the_run_and_leaves_no_engine(tmp_path, shared_outputs) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     argv = [
@@ -146,7 +147,7 @@ def test_sigint_mid_sweep_marks_the_run_and_leaves_no_engine(tmp_path, shared_ou
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
-    assert proc.returncode != 0
+    assert proc.returncode == 130, out[-3000:]  # 128 + SIGINT, as a shell reports Ctrl-C
     result = json.loads((tmp_path / "multirun" / "0" / "results.json").read_text())
     assert result["status"] == "interrupted"
     from mlflow import MlflowClient

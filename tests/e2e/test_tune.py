@@ -38,11 +38,11 @@ class Study:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory, shared_outputs) -> Study:
+def study(tmp_path_factory, shared_outputs, mlflow_template) -> Study:
     """``+sweep=tune_depth batch=1,2`` in two invocations on one journal: two trials, then a third.
     The tests' own ``specexp`` runner (tests/conftest.py), in a folder that lives for the module."""
     folder = tmp_path_factory.mktemp("study")
-    specexp = conftest.specexp.__wrapped__(folder, shared_outputs)
+    specexp = conftest.specexp_runner(folder, shared_outputs, mlflow_template)
     journal = folder / "study.log"
     common = ["drafter=tiny", "+sweep=tune_depth", "batch=1,2", f"hydra.sweeper.storage=journal://{journal}"]
     first = specexp(*common, "hydra.sweeper.n_trials=2", "-m", timeout=900)

@@ -62,7 +62,8 @@ def test_the_lucky_measurement_is_not_declared_best_and_its_peer_is_named() -> N
 def test_a_clear_best_names_no_peer() -> None:
     rows = [point(0, 2, [200.0, 201.0, 199.0]), point(1, 3, [300.0, 301.0, 299.0])]
     (line,) = best_per_batch(rows, ["drafter.num_steps"], "output_throughput", maximize=True)
-    assert line == "best at batch 4: drafter.num_steps=3 (output_throughput 300.0 ± 2.5, trial 1)"
+    expected = "output_throughput 300.0 [297.5, 302.5] 95% t over windows, trial 1"
+    assert line == f"best at batch 4: drafter.num_steps=3 ({expected})"
 
 
 def test_a_deterministic_configuration_is_found_again_and_a_noisy_one_is_not() -> None:
