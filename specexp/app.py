@@ -23,10 +23,11 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from specexp import checks, help, point, server, signals, tracking
+from specexp import checks, help, server, signals, tracking
 from specexp.config import Config, ConfigError
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.console import console, invalid_config_exits, points_table, single_run_notes
+from specexp.point import job, plan, record
 from specexp.report.summary import summary_rows
 from specexp.sweep import runner
 from specexp.tracking import SYNC_HINT, TRACKING_FAILED
@@ -48,9 +49,9 @@ def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
     else:  # another sweeper's job
         cfg = to_config(raw)
     if cfg.dry_run:
-        return point.show(cfg, raw).to_json()
+        return plan.show(cfg, raw).to_json()
     try:
-        result = point.run(cfg, raw, job_dir, hc.job.num if not single else 0)
+        result = job.run(cfg, raw, job_dir, hc.job.num if not single else 0)
     except KeyboardInterrupt:
         if not single:
             raise
@@ -94,16 +95,16 @@ def check_single_run(cfg: Config, job_dir: Path) -> None:
         raise ConfigError("resume", "only a sweep can be resumed", "add -m (and the sweep's overrides)")
     if cfg.repeats > 1:
         raise ConfigError("repeats", "repeats are server launches, interleaved across a sweep", "add -m")
-    if (job_dir / point.RESULTS).exists():
+    if (job_dir / record.RESULTS).exists():
         raise ConfigError(
             "hydra.run.dir", f"{job_dir} already holds a run's results", "leave hydra.run.dir at its default"
         )
-    point.prepare(cfg)
-    point.check_files(cfg)  # a bad dataset file stops a dry run too
+    plan.prepare(cfg)
+    plan.check_files(cfg)  # a bad dataset file stops a dry run too
     if cfg.dry_run:
         return
-    point.preflight(cfg)
-    if point.describe(cfg).command is not None:
+    plan.preflight(cfg)
+    if plan.describe(cfg).command is not None:
         checks.check_port(cfg)
     tracking.check(cfg.tracking, Path(cfg.outputs))
 

@@ -39,7 +39,7 @@ from specexp import atomic, live, secrets, server, signals, tracking
 from specexp.config import Config
 from specexp.configstore import run_id, to_config
 from specexp.console import console, invalid_config_exits
-from specexp.point import flat_params
+from specexp.point.plan import flat_params
 from specexp.result import PointResult
 from specexp.sweep import folder, plan, resources, runner
 from specexp.sweep.groups import Group, collect, form_groups, next_group, restart, so_far

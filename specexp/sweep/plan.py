@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from specexp import checks, secrets
 from specexp.config import Config
-from specexp.point import check_files, describe, preflight, prepare
+from specexp.point.plan import check_files, describe, preflight, prepare
 from specexp.sweep.names import axes, override, point_names
 
 log = logging.getLogger("specexp")

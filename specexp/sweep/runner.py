@@ -24,9 +24,11 @@ from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from specexp import point, secrets, server
+from specexp import secrets, server
 from specexp.config import Config
 from specexp.configstore import to_config
+from specexp.point.job import run
+from specexp.point.plan import flat_params, show
 from specexp.result import PointResult
 from specexp.sweep import turns
 from specexp.sweep.groups import ATTEMPTS, MANIFEST, Group, Point, saved_result
@@ -111,13 +113,13 @@ def run_point(
     same whole configuration, sweep id included (another sweep's point in a reused folder is not)."""
     cfg, raw = config
     if cfg.dry_run:
-        return point.show(cfg, raw)
+        return show(cfg, raw)
     folder = sweep_dir / str(p.num)
     kept = saved_result(folder)
-    if kept is not None and kept.ok and kept.params == json.loads(json.dumps(point.flat_params(raw), default=str)):
+    if kept is not None and kept.ok and kept.params == json.loads(json.dumps(flat_params(raw), default=str)):
         return kept
     set_aside(folder)
-    return point.run(cfg, raw, folder, p.num, turn)
+    return run(cfg, raw, folder, p.num, turn)
 
 
 def run_turn(sweep_dir: Path, points: list[Point]) -> list[PointResult]:

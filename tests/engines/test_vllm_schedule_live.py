@@ -11,7 +11,7 @@ import pytest
 
 from specexp import server
 from specexp.engines import adapter, counters
-from specexp.point import ensure_models
+from specexp.point.plan import ensure_models
 from tests.conftest import VLLM_PYTHON, needs
 
 pytestmark = [pytest.mark.vllm, needs(VLLM_PYTHON, "vLLM venv", "run scripts/install_vllm_cpu.sh")]
