@@ -23,7 +23,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from specexp import checks, help, server, signals, tracking
+from specexp import checks, help, servers, signals, tracking
 from specexp.config import Config, ConfigError
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.console import console, invalid_config_exits, points_table, single_run_notes
@@ -56,12 +56,12 @@ def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
         if not single:
             raise
         with signals.deferred(reraise=False):
-            server.stop()
+            servers.stop()
         raise signals.Interrupted(
             f"interrupted: the point was not finished; what it received is in {job_dir}"
         ) from None
     if single:
-        server.stop()
+        servers.stop()
         console.print(points_table(summary_rows([result]), f"results in {result.job_dir}"))
         link = tracking.run_link(cfg.tracking, result.run_id) if result.run_id else None
         for line in single_run_notes(result, help.preset_description("drafter", cfg.drafter.name), link):

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from omegaconf import MISSING
 
-from specexp.schedule import Schedule, ScheduleError
+from specexp.depth_schedule import Schedule, ScheduleError
 
 
 class ConfigError(ValueError):
@@ -147,7 +147,7 @@ class DrafterConfig:
     prompt_lookup_max: int = 3  # ngram
     build: str | None = None  # "tiny" / "tiny_trained": built with that model
     # Depth per number of running requests: [[batch_from, batch_to, num_steps], ...] (inclusive, covering
-    # 1..the server's capacity) or the path of a schedule.json (specexp.schedule); null: num_steps at every
+    # 1..the server's capacity) or the path of a schedule.json (specexp.depth_schedule); null: num_steps at every
     # batch. Given one, num_steps becomes its largest depth, the cap every engine sizes its drafts by.
     schedule: Any = None
     # A fixed depth in place of drafter.schedule: +sweep=validate_schedule's static arms (schedule dropped,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from specexp import atomic, live, secrets, signals
+from specexp import atomic, live, redaction, signals
 from specexp.config import Config, ConfigError
 from specexp.console import fmt
 from specexp.metrics.windows import aggregate
@@ -52,7 +52,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int, turn: Turn = 
     if (job_dir / RESULTS).exists():
         raise FileExistsError(f"{job_dir} already holds the results of another point; nothing is written over them")
     job_dir.mkdir(parents=True, exist_ok=True)
-    secrets.remember_config(cfg)
+    redaction.remember_config(cfg)
     plan = describe(cfg)
     result = new_result(cfg, raw, plan, job_dir)
     if cfg.workload.synthetic and cfg.drafter.speculative:

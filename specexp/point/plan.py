@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from specexp import checks, secrets, server, tracking
+from specexp import checks, redaction, servers, tracking
 from specexp.config import Config
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
@@ -38,7 +38,7 @@ def describe(cfg: Config) -> ServerPlan:
     """The server a config asks for, without side effects."""
     engine = adapter(cfg)
     command = engine.command(cfg, PORT_PLACEHOLDER)
-    return ServerPlan(engine, command, server.server_key(command, engine.endpoint(cfg, PORT_PLACEHOLDER)))
+    return ServerPlan(engine, command, servers.server_key(command, engine.endpoint(cfg, PORT_PLACEHOLDER)))
 
 
 _checked: set[str] = set()  # server keys whose argv the engine's own parser accepted in this process
@@ -80,7 +80,7 @@ def dry_run_text(cfg: Config) -> str:
         return ""
     _, command, key = describe(cfg)
     shown = {"server_key": key, "argv": command.argv, "env": command.env} if command else {"key": key}
-    return json.dumps(secrets.scrub_data(shown), indent=2)
+    return json.dumps(redaction.scrub_data(shown), indent=2)
 
 
 def show(cfg: Config, raw: DictConfig) -> PointResult:
@@ -102,7 +102,7 @@ def flat_params(raw: DictConfig) -> dict[str, Any]:
             flat[prefix[:-1]] = node
 
     walk(OmegaConf.to_container(raw, resolve=True), "")
-    return secrets.scrub_data(flat)
+    return redaction.scrub_data(flat)
 
 
 def ensure_models(cfg: Config) -> None:
@@ -119,7 +119,7 @@ def ensure_models(cfg: Config) -> None:
 
 def prepare(cfg: Config) -> None:
     """Before a job is checked or run: its secrets known (so nothing writes them), its models built."""
-    secrets.remember_config(cfg)
+    redaction.remember_config(cfg)
     if not cfg.dry_run:
         ensure_models(cfg)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from specexp import atomic, secrets
+from specexp import atomic, redaction
 from specexp.point.serve import Served, ServerLog
 from specexp.records import RequestRecord
 from specexp.result import PointResult
@@ -26,7 +26,7 @@ ARTIFACTS = ("config.yaml", "server.json", "server_info.json", "server.log", "re
 def save_config(raw: DictConfig, job_dir: Path) -> None:
     """The point's resolved config (config.yaml), secrets masked."""
     config = OmegaConf.to_container(raw, resolve=True)
-    atomic.write_text(job_dir / "config.yaml", OmegaConf.to_yaml(secrets.scrub_data(config)))
+    atomic.write_text(job_dir / "config.yaml", OmegaConf.to_yaml(redaction.scrub_data(config)))
 
 
 def save_server(served: Served, job_dir: Path) -> None:
@@ -60,7 +60,7 @@ def save(result: PointResult, job_dir: Path, server_log: ServerLog, records: lis
 
 def write_json(path: Path, data: Any) -> None:
     """``data`` as JSON at ``path``, whole or not at all, secrets scrubbed."""
-    atomic.write_text(path, json.dumps(secrets.scrub_data(data), indent=2, default=str))
+    atomic.write_text(path, json.dumps(redaction.scrub_data(data), indent=2, default=str))
 
 
 def _write_records(path: Path, records: list[RequestRecord]) -> None:
@@ -76,4 +76,4 @@ def _save_server_log(server_log: ServerLog, job_dir: Path) -> None:
     with server_log.path.open("rb") as f:
         f.seek(server_log.start)
         text = f.read().decode(errors="surrogateescape")
-    atomic.write_text(job_dir / "server.log", secrets.scrub(text), errors="surrogateescape")
+    atomic.write_text(job_dir / "server.log", redaction.scrub(text), errors="surrogateescape")

@@ -1,5 +1,5 @@
 """A point's server: launched under a name that proves its identity, or reused when the last point's
-server has the same key (specexp.server); what it is (startup time, version, tags) comes back typed
+server has the same key (specexp.servers); what it is (startup time, version, tags) comes back typed
 for the record. Where its log goes is decided first, so a launch that fails still leaves its log."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import aiohttp
 
-from specexp import live, server
+from specexp import live, servers
 from specexp.config import Config
 from specexp.engines.base import Command, Engine
 from specexp.point.plan import ServerPlan, server_label
@@ -34,7 +34,7 @@ class ServerLog:
 
 def planned_log(cfg: Config, key: str) -> ServerLog:
     """A new launch's id and log file under ``outputs/servers``."""
-    launch = server.launch_id()
+    launch = servers.launch_id()
     path = Path(cfg.outputs).resolve() / "servers" / f"{time.strftime('%Y%m%d-%H%M%S')}-{key}-{launch}.log"
     return ServerLog(launch, path)
 
@@ -44,7 +44,7 @@ class Served:
     """The server a point measures, the config as served (the model's proven name), where its log
     slice starts, and what the point records of it."""
 
-    srv: server.Server
+    srv: servers.Server
     cfg: Config
     log: ServerLog
     command: Command | None  # the argv shown in server.json (None: not launched by specexp)
@@ -57,14 +57,14 @@ def serve(cfg: Config, plan: ServerPlan, planned: ServerLog) -> Served:
     """The point's server, ready: launched (under a served name carrying the launch id, proven at
     readiness) or reused; raises ServerStartError with its log when it does not come up."""
     engine = plan.engine
-    port = cfg.engine.port or server.free_port(cfg.engine.host)
+    port = cfg.engine.port or servers.free_port(cfg.engine.host)
     base_url = engine.endpoint(cfg, port)
     identity = None
     if plan.command is not None:
-        identity = server.Identity(base_url + "/v1/models", f"{cfg.model.api_name}@{planned.launch}")
+        identity = servers.Identity(base_url + "/v1/models", f"{cfg.model.api_name}@{planned.launch}")
         cfg = replace(cfg, model=replace(cfg.model, served_name=identity.served_name))
     with live.server_launch(server_label(cfg)) as ready:
-        srv, reused = server.acquire(
+        srv, reused = servers.acquire(
             plan.key if cfg.repeats == 1 else f"{plan.key}/launch{cfg.repeat}",  # each round of repeats: a fresh launch
             engine.command(cfg, port),
             base_url,

@@ -12,7 +12,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from specexp import secrets, server
+from specexp import redaction, servers
 from specexp.load import progress
 
 
@@ -36,7 +36,7 @@ EXIT_GRACE_S = 3.0
 
 
 async def watched(
-    work: Awaitable[T], srv: server.Server, phase: str, stall_s: float | None = None, one_request: bool = False
+    work: Awaitable[T], srv: servers.Server, phase: str, stall_s: float | None = None, one_request: bool = False
 ) -> T:
     """``work``, unless the server process exits first (ServerExited, naming the exit code, ``phase``
     and the log's tail: what the records would otherwise hide as connection errors), or requests
@@ -79,21 +79,21 @@ def _ended_within(process: Any, seconds: float) -> None:
         process.wait(timeout=seconds)
 
 
-def exited(srv: server.Server, phase: str) -> ServerExited:
+def exited(srv: servers.Server, phase: str) -> ServerExited:
     """The server's end, in words: its exit code (and signal), when, and its log's tail."""
     code = srv.process.returncode if srv.process else None
     name = f" ({signal.Signals(-code).name})" if code is not None and code < 0 else ""
-    tail = server.log_tail(srv.log_path) if srv.log_path else "(no log)"
+    tail = servers.log_tail(srv.log_path) if srv.log_path else "(no log)"
     return ServerExited(f"server exited with code {code}{name} {phase}; log tail:\n{tail}")
 
 
-def stalled(srv: server.Server, phase: str, stall_s: float, clock: progress.Progress) -> EngineStalled:
+def stalled(srv: servers.Server, phase: str, stall_s: float, clock: progress.Progress) -> EngineStalled:
     """The stalled server killed (the next point gets a fresh one; its requests fail at once), and
     what was seen, in words."""
-    state = server.process_state(srv.process.pid) if srv.process else "unknown (not launched by specexp)"
+    state = servers.process_state(srv.process.pid) if srv.process else "unknown (not launched by specexp)"
     waiting = f"{clock.in_flight} request{'s' * (clock.in_flight != 1)} in flight"
-    tail = server.log_tail(srv.log_path) if srv.log_path else "(no log)"
-    server.discard(srv)
+    tail = servers.log_tail(srv.log_path) if srv.log_path else "(no log)"
+    servers.discard(srv)
     return EngineStalled(
         f"engine stalled: no token for {clock.idle_s():.0f} s with {waiting} {phase} (engine.stall_s="
         f"{stall_s:g}); process state: {state}; its process group was killed; log tail:\n{tail}"
@@ -114,4 +114,4 @@ def server_cause(log_path: Path, start: int) -> str:
     except OSError:
         return ""
     found = [line.strip() for line in lines if CAUSE.search(line)]
-    return f"; the server's log says: {secrets.scrub(found[-1])[:1000]}" if found else ""
+    return f"; the server's log says: {redaction.scrub(found[-1])[:1000]}" if found else ""

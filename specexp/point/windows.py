@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
-from specexp import live, server
+from specexp import live, servers
 from specexp.config import Config
 from specexp.engines.base import Engine
 from specexp.load.arrivals import arrival_times
@@ -20,7 +20,7 @@ from specexp.load.client import run_closed_loop, run_open_loop
 from specexp.load.conversation import Conversation
 from specexp.load.host import CLIENT_CPU_WARNING, HostSample, noise
 from specexp.load.prompts import make_prompts
-from specexp.load.requests import RequestShape, request_shape
+from specexp.load.shape import RequestShape, request_shape
 from specexp.metrics import requests, slo, traffic
 from specexp.metrics import server as server_metrics
 from specexp.metrics.acceptance import acceptance_metrics
@@ -64,7 +64,7 @@ class Session:
 
     cfg: Config
     engine: Engine
-    srv: server.Server
+    srv: servers.Server
     http: aiohttp.ClientSession
     shape: RequestShape
     stream: str
@@ -80,7 +80,7 @@ class Session:
 async def measure_windows(
     cfg: Config,
     engine: Engine,
-    srv: server.Server,
+    srv: servers.Server,
     stream: str,
     windows: list[Window],
     received: list[RequestRecord],

@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from specexp.server import serve_reference as serve
+from specexp.servers import serve_reference as serve
 
 SECRET = "sk-test-0123456789abcdef"
 

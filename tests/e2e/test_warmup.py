@@ -9,7 +9,7 @@ from pathlib import Path
 
 import aiohttp
 
-from specexp import server
+from specexp import servers
 from specexp.engines import adapter
 from specexp.models.tiny import ensure_tiny
 from specexp.point.windows import Window, measure_windows
@@ -28,9 +28,9 @@ def test_warm_up_windows_reach_the_server_and_are_not_measured(make_config, shar
     overrides = [*FAST, "drafter=none", "batch=2", "measure.windows=2", "tracking.enabled=false"]
     cfg = make_config(*overrides, f"outputs={shared_outputs}", "measure.warmup_windows=1")
     engine = adapter(cfg)
-    port = server.free_port(cfg.engine.host)
+    port = servers.free_port(cfg.engine.host)
     base_url = engine.endpoint(cfg, port)
-    srv = server.launch(
+    srv = servers.launch(
         engine.command(cfg, port),
         "warmup-test",
         base_url,

@@ -11,7 +11,7 @@ import pytest
 
 from specexp.engines.base import Command
 from specexp.metrics.server import BURST_SHARE_MAX, GAP_WARNING
-from specexp.server import free_port, spawn, terminate, wait_ready
+from specexp.servers import free_port, spawn, terminate, wait_ready
 from tests.conftest import VLLM_PYTHON, needs
 
 pytestmark = [

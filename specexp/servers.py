@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from specexp import secrets, signals
+from specexp import redaction, signals
 from specexp.engines.base import Command
 
 
@@ -369,7 +369,7 @@ class _Pool:
         with signals.deferred(reraise=sys.exc_info()[1] is None):
             terminate(server.process, grace_s)
             if server.log_path is not None:
-                secrets.scrub_file(server.log_path)
+                redaction.scrub_file(server.log_path)
 
     def _hook(self) -> None:
         if self._hooked:
