@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from specexp import redaction, servers
 from specexp.load import progress
+from specexp.processes import log_tail, process_state
 
 
 class ServerLost(RuntimeError):
@@ -83,16 +84,16 @@ def exited(srv: servers.Server, phase: str) -> ServerExited:
     """The server's end, in words: its exit code (and signal), when, and its log's tail."""
     code = srv.process.returncode if srv.process else None
     name = f" ({signal.Signals(-code).name})" if code is not None and code < 0 else ""
-    tail = servers.log_tail(srv.log_path) if srv.log_path else "(no log)"
+    tail = log_tail(srv.log_path) if srv.log_path else "(no log)"
     return ServerExited(f"server exited with code {code}{name} {phase}; log tail:\n{tail}")
 
 
 def stalled(srv: servers.Server, phase: str, stall_s: float, clock: progress.Progress) -> EngineStalled:
     """The stalled server killed (the next point gets a fresh one; its requests fail at once), and
     what was seen, in words."""
-    state = servers.process_state(srv.process.pid) if srv.process else "unknown (not launched by specexp)"
+    state = process_state(srv.process.pid) if srv.process else "unknown (not launched by specexp)"
     waiting = f"{clock.in_flight} request{'s' * (clock.in_flight != 1)} in flight"
-    tail = servers.log_tail(srv.log_path) if srv.log_path else "(no log)"
+    tail = log_tail(srv.log_path) if srv.log_path else "(no log)"
     servers.discard(srv)
     return EngineStalled(
         f"engine stalled: no token for {clock.idle_s():.0f} s with {waiting} {phase} (engine.stall_s="
