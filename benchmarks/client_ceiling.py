@@ -42,7 +42,7 @@ from aiohttp import web
 
 from specexp.load.client import run_closed_loop
 from specexp.load.conversation import Conversation
-from specexp.load.requests import PATHS, RequestShape
+from specexp.load.shape import PATHS, RequestShape
 from specexp.metrics.requests import itl_samples, ttft_s
 from specexp.records import Chunk, RequestRecord
 

@@ -27,7 +27,7 @@ from specexp.load.prompts import make_prompts
 from specexp.metrics import requests
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.models.tiny import ensure_tiny
-from specexp.server import serve_reference
+from specexp.servers import serve_reference
 
 DRAFTERS = ("none", "tiny")
 

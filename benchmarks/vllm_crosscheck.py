@@ -72,8 +72,8 @@ from specexp.engines.vllm import VllmEngine, VllmEngineConfig
 from specexp.load.prompts import make_prompts
 from specexp.metrics import requests
 from specexp.models.tiny import TinyPaths, ensure_tiny
-from specexp.point import Window, measure_windows
-from specexp.server import free_port, spawn, terminate, wait_ready
+from specexp.point.windows import Window, measure_windows
+from specexp.servers import free_port, spawn, terminate, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
 STREAM = "crosscheck"  # specexp's prompt stream name: fixes the rotation of the jsonl prompts

@@ -2,7 +2,7 @@
 
 The parsing tests need real vLLM output, and the repo must hold it itself. One server per capture,
 launched exactly as specexp launches it (``engine=vllm_cpu`` composed from conf/, argv and environment
-from ``VllmEngine``, the process from ``specexp.server``), a few greedy requests through specexp's own
+from ``VllmEngine``, the process from ``specexp.servers``), a few greedy requests through specexp's own
 measuring loop (``point.measure_windows``, one window, no warm-up), then ``GET /metrics`` as text. The ngram server
 also answers one raw streamed completion, recorded byte for byte.
 
@@ -30,14 +30,15 @@ from typing import Any
 
 from hydra import compose, initialize_config_dir
 
-from specexp import server
+from specexp import servers
 from specexp.config import Config
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.engines import adapter
 from specexp.engines.base import Engine
 from specexp.engines.vllm import speculative_config
 from specexp.models.tiny import recipe_hash
-from specexp.point import Window, ensure_models, measure_windows
+from specexp.point.plan import ensure_models
+from specexp.point.windows import Window, measure_windows
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "tests" / "fixtures" / "vllm"
@@ -75,16 +76,16 @@ def compose_config(drafter: str) -> Config:
 @contextmanager
 def running(cfg: Config, engine: Engine, log_path: Path) -> Iterator[str]:
     """A vLLM server for ``cfg`` on a free port, ready; stopped (its whole process group) on exit."""
-    port = server.free_port(cfg.engine.host)
+    port = servers.free_port(cfg.engine.host)
     command = engine.command(cfg, port)
     base_url = engine.endpoint(cfg, port)
     print(f"starting {' '.join(command.argv)}\n  log: {log_path}", flush=True)
-    process = server.spawn(command, log_path)
+    process = servers.spawn(command, log_path)
     try:
-        server.wait_ready(base_url + engine.ready_path, cfg.engine.startup_timeout_s, process, log_path)
+        servers.wait_ready(base_url + engine.ready_path, cfg.engine.startup_timeout_s, process, log_path)
         yield base_url
     finally:
-        server.terminate(process)
+        servers.terminate(process)
 
 
 def http_text(url: str, body: dict[str, Any] | None = None) -> str:

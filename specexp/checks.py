@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from specexp import server
+from specexp import servers
 from specexp.config import Config, ConfigError
 from specexp.engines import limits
 from specexp.engines.base import Command, Engine
@@ -49,8 +49,8 @@ def check_model_files(cfg: Config) -> None:
 def check_port(cfg: Config) -> None:
     """A fixed ``engine.port`` is free before specexp launches anything on it."""
     port = cfg.engine.port
-    if port is not None and server.port_in_use(cfg.engine.host, port):
-        problem, fix = server.port_in_use_message(cfg.engine.host, port)
+    if port is not None and servers.port_in_use(cfg.engine.host, port):
+        problem, fix = servers.port_in_use_message(cfg.engine.host, port)
         raise ConfigError("engine.port", problem, fix)
 
 

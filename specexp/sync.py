@@ -15,8 +15,10 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from specexp import point, tracking
+from specexp import tracking
 from specexp.config import ConfigError, TrackingConfig
+from specexp.point.record import RESULTS
+from specexp.point.upload import upload_saved
 from specexp.result import PointResult
 from specexp.sweep import folder
 from specexp.sweep.recorder import SweepRecorder
@@ -27,8 +29,8 @@ def sync_run(run_dir: Path) -> None:
     cfg = TrackingConfig(**{**OmegaConf.to_container(config.tracking), "enabled": True})
     outputs = Path(config.outputs)
     tracking.check(cfg, outputs)
-    saved = PointResult.from_json(json.loads((run_dir / point.RESULTS).read_text()))
-    result = point.upload_saved(cfg, outputs, saved, run_dir)
+    saved = PointResult.from_json(json.loads((run_dir / RESULTS).read_text()))
+    result = upload_saved(cfg, outputs, saved, run_dir)
     print(f"{run_dir}: run {result.run_id} in {cfg.uri}")
 
 
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if (target / folder.RECORD).is_file():
             return 0 if sync_sweep(target) else tracking.TRACKING_FAILED
-        if (target / point.RESULTS).is_file():
+        if (target / RESULTS).is_file():
             sync_run(target)
             return 0
     except ConfigError as exc:

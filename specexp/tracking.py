@@ -32,7 +32,7 @@ from typing import Any
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
-from specexp import secrets
+from specexp import redaction
 from specexp.config import ConfigError, TrackingConfig
 
 log = logging.getLogger("specexp")
@@ -283,7 +283,7 @@ def log_values(
     if changed_only and metrics:
         latest = mlflow.get_run(run_id).data.metrics
         metrics = {k: v for k, v in metrics.items() if latest.get(k) != float(v)}
-    params, tags = secrets.scrub_data(dict(params)), secrets.scrub_data(dict(tags))
+    params, tags = redaction.scrub_data(dict(params)), redaction.scrub_data(dict(tags))
     now = now_ms()
     metric_list = [Metric(k, float(v), now, 0) for k, v in metrics.items()]
     param_list = [Param(k, str(v)[:6000]) for k, v in params.items()]

@@ -26,7 +26,7 @@ import aiohttp
 
 from specexp.load import progress
 from specexp.load.conversation import Conversation
-from specexp.load.requests import RequestShape
+from specexp.load.shape import RequestShape
 from specexp.records import Chunk, RequestRecord
 
 

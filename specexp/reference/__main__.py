@@ -12,13 +12,13 @@ import torch
 from aiohttp import web
 from tokenizers import Tokenizer
 
+from specexp.depth_schedule import Schedule, ScheduleError
+from specexp.reference.api import ApiServer, ServerSettings
 from specexp.reference.chat import ChatTemplate
-from specexp.reference.counters import EngineMetrics
 from specexp.reference.drafters import Drafter, Eagle3Drafter, ModelDrafter, NgramDrafter
 from specexp.reference.engine import BatchEngine
 from specexp.reference.model import Eagle3Head, Llama, LlamaConfig
-from specexp.reference.server import ApiServer, ServerSettings
-from specexp.schedule import Schedule, ScheduleError
+from specexp.reference.prometheus import EngineMetrics
 
 log = logging.getLogger("specexp.reference")
 

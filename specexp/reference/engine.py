@@ -19,12 +19,12 @@ from collections import deque
 
 import torch
 
-from specexp.reference.counters import DepthMetrics, EngineMetrics
+from specexp.depth_schedule import Schedule
 from specexp.reference.drafters import Drafter, pad
 from specexp.reference.model import KVCache, Llama
+from specexp.reference.prometheus import DepthMetrics, EngineMetrics
 from specexp.reference.request import RequestState
 from specexp.reference.sampling import Sampling, verify
-from specexp.schedule import Schedule
 
 log = logging.getLogger("specexp.reference")
 

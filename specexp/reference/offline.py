@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specexp.reference.__main__ import build, check, parser
-from specexp.reference.counters import PREFIX
+from specexp.reference.prometheus import PREFIX
 from specexp.reference.request import RequestState
 
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specexp.depth_schedule import Schedule
 from specexp.metrics.stats import Estimate, combine, ratio, side
 from specexp.report.analysis import RATIOS, launch, metric_estimate, ratio_estimates
 from specexp.result import PointResult
-from specexp.schedule import Schedule
 
 HOW = (
     "each depth against the batch's best as a ratio with its 95% interval: paired (the mean log ratio of "

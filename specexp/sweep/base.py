@@ -35,11 +35,11 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from specexp import atomic, live, secrets, server, signals, tracking
+from specexp import atomic, live, redaction, servers, signals, tracking
 from specexp.config import Config
 from specexp.configstore import run_id, to_config
 from specexp.console import console, invalid_config_exits
-from specexp.point import flat_params
+from specexp.point.plan import flat_params
 from specexp.result import PointResult
 from specexp.sweep import folder, plan, resources, runner
 from specexp.sweep.groups import Group, collect, form_groups, next_group, restart, so_far
@@ -282,7 +282,7 @@ class LaunchingSweeper(Sweeper):
     def _end(run: SweepRun, interrupted: bool) -> None:
         """No server left running and the summary written, a second Ctrl-C meanwhile held off."""
         with signals.deferred(reraise=not interrupted):
-            server.stop()
+            servers.stop()
             if run.recorder is not None:
                 extra_metrics, extra_files, answer = run.summarize() if run.summarize else ({}, [], [])
                 run.recorder.finish(run.points(), interrupted, extra_metrics, extra_files, answer)
@@ -312,7 +312,7 @@ class LaunchingSweeper(Sweeper):
         multirun = run.sweep_dir / "multirun.yaml"
         if not multirun.exists():  # a resumed sweep keeps the record of how it started
             try:
-                atomic.write_text(multirun, secrets.scrub(OmegaConf.to_yaml(self.config)))
+                atomic.write_text(multirun, redaction.scrub(OmegaConf.to_yaml(self.config)))
             except OSError as exc:  # nothing started yet: nothing to record
                 console.print(f"[red]cannot write the sweep's folder[/red]: {atomic.reason(exc)}", soft_wrap=True)
                 raise SystemExit(1) from None

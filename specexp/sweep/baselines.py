@@ -7,7 +7,7 @@ from omegaconf import OmegaConf
 
 from specexp.config import Config
 from specexp.console import console
-from specexp.point import flat_params
+from specexp.point.plan import flat_params
 from specexp.report.analysis import identity
 from specexp.result import BASELINE, PointResult
 from specexp.sweep.base import LaunchingSweeper

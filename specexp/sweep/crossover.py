@@ -10,7 +10,7 @@ side by side, each launch measuring every unfinished search's next batch, and th
 map of speedup over batch and context length (specexp.report.crossover_map).
 
 Every launch holds both arms at one or more batches, their windows taking turns; under the basic
-launcher the two servers stay up from one launch to the next (``server.keep_up``), so the whole
+launcher the two servers stay up from one launch to the next (``servers.keep_up``), so the whole
 search is two server launches. A resumed search (``resume=latest``) reads the points its folder
 holds, makes the same choices again from them and measures only what is missing.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specexp import server, tracking
+from specexp import servers, tracking
 from specexp.config import Config, ConfigError, CrossoverConf
 from specexp.console import console, invalid_config_exits
 from specexp.report import breakeven
@@ -177,7 +177,7 @@ class CrossoverSearch:
         run.summarize = lambda: self.summarize(run)
 
         def body(run: SweepRun) -> None:
-            kept = contextlib.nullcontext() if self.sweeper.parallel else server.keep_up(2)
+            kept = contextlib.nullcontext() if self.sweeper.parallel else servers.keep_up(2)
             with kept:
                 self.launch(run, self.sweeper.remaining(run, planned))
                 tried = set(ends)

@@ -18,7 +18,7 @@ from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
 
-from specexp import secrets
+from specexp import redaction
 from specexp.result import PointResult
 from specexp.sweep.folder import RESULTS
 from specexp.sweep.plan import Job, by_server
@@ -63,7 +63,7 @@ class Group:
         folder.mkdir(parents=True, exist_ok=True)
         data = asdict(self)
         for p in data["points"]:
-            p["overrides"] = [secrets.mask_override(o) for o in p["overrides"]]
+            p["overrides"] = [redaction.mask_override(o) for o in p["overrides"]]
         (folder / MANIFEST).write_text(json.dumps(data, indent=2))
 
     @classmethod

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from omegaconf import OmegaConf
 
 from specexp.config import Config
-from specexp.point import flat_params
+from specexp.point.plan import flat_params
 
 
 def _key_value(override: str) -> tuple[str, str]:

@@ -25,9 +25,9 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from specexp import checks, secrets
+from specexp import checks, redaction
 from specexp.config import Config
-from specexp.point import check_files, describe, preflight, prepare
+from specexp.point.plan import check_files, describe, preflight, prepare
 from specexp.sweep.names import axes, override, point_names
 
 log = logging.getLogger("specexp")
@@ -216,9 +216,9 @@ def dry_run_plan(planned: Sequence[Job], group_max: dict[str, int | None]) -> st
         if command is None:
             lines.append(f"  endpoint: {first.engine.url} (not launched by specexp)")
         else:
-            lines.append("  argv: " + shlex.join(secrets.scrub_data(command.argv)))
+            lines.append("  argv: " + shlex.join(redaction.scrub_data(command.argv)))
             if command.env:
-                lines.append("  env: " + " ".join(f"{k}={v}" for k, v in secrets.scrub_data(command.env).items()))
+                lines.append("  env: " + " ".join(f"{k}={v}" for k, v in redaction.scrub_data(command.env).items()))
         for found in placeholders(first):
             if found not in warned:
                 warned.add(found)

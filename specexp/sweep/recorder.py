@@ -18,10 +18,11 @@ from pathlib import Path
 from mlflow import MlflowClient
 from mlflow.utils.validation import MAX_TAG_VAL_LENGTH
 
-from specexp import atomic, live, point, tracking
+from specexp import atomic, live, tracking
 from specexp.config import TrackingConfig
 from specexp.console import console, points_table
 from specexp.metrics.registry import table_keys
+from specexp.point.upload import ERROR_TAG, upload_saved
 from specexp.report.analysis import METHOD_TAG, apply
 from specexp.report.markdown import points_markdown
 from specexp.report.summary import TRIAL, summary_rows, write_csv
@@ -122,7 +123,7 @@ class SweepRecorder:
         for number, row in folder.job_results(self.sweep_dir).items():
             try:
                 if self.parent_id is not None:
-                    row = point.upload_saved(self.tracking, self.outputs, row, self.sweep_dir / str(number))
+                    row = upload_saved(self.tracking, self.outputs, row, self.sweep_dir / str(number))
             except Exception as exc:
                 self.untracked = True
                 log.error("could not upload point %d of %s (%s)", number, self.sweep_dir, tracking.store_message(exc))
@@ -263,7 +264,7 @@ class SweepRecorder:
             summary = {**cross, **extra_metrics, "points": len(rows), "points_failed": failed}
             tags = {"mlflow.note.content": description(rows, words, self.settings)}
             if self.disk_error is not None:
-                tags[point.ERROR_TAG] = self.disk_error
+                tags[ERROR_TAG] = self.disk_error
             tracking.log_values(mlflow, self.parent_id, metrics=summary, tags=tags, changed_only=True)
             for path in files:
                 if path.exists():

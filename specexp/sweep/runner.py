@@ -24,9 +24,11 @@ from hydra import compose
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from specexp import point, secrets, server
+from specexp import redaction, servers
 from specexp.config import Config
 from specexp.configstore import to_config
+from specexp.point.job import run
+from specexp.point.plan import flat_params, show
 from specexp.result import PointResult
 from specexp.sweep import turns
 from specexp.sweep.groups import ATTEMPTS, MANIFEST, Group, Point, saved_result
@@ -83,11 +85,11 @@ def unmasked(overrides: list[str], own: list[str]) -> list[str]:
     """A point's overrides with the values the manifest masks taken from the job's own overrides (its
     group's first point, as the launcher handed them): a group's points share one server, and so its
     environment, the only place a secret can be set."""
-    real = {secrets.override_key(o): o for o in own}
+    real = {redaction.override_key(o): o for o in own}
     out = []
     for o in overrides:
-        if secrets.MASK in o:
-            key = secrets.override_key(o)
+        if redaction.MASK in o:
+            key = redaction.override_key(o)
             if key not in real:
                 raise ValueError(f"{key}: its value is masked in {MANIFEST} and not among the job's overrides")
             o = real[key]
@@ -111,13 +113,13 @@ def run_point(
     same whole configuration, sweep id included (another sweep's point in a reused folder is not)."""
     cfg, raw = config
     if cfg.dry_run:
-        return point.show(cfg, raw)
+        return show(cfg, raw)
     folder = sweep_dir / str(p.num)
     kept = saved_result(folder)
-    if kept is not None and kept.ok and kept.params == json.loads(json.dumps(point.flat_params(raw), default=str)):
+    if kept is not None and kept.ok and kept.params == json.loads(json.dumps(flat_params(raw), default=str)):
         return kept
     set_aside(folder)
-    return point.run(cfg, raw, folder, p.num, turn)
+    return run(cfg, raw, folder, p.num, turn)
 
 
 def run_turn(sweep_dir: Path, points: list[Point]) -> list[PointResult]:
@@ -127,7 +129,7 @@ def run_turn(sweep_dir: Path, points: list[Point]) -> list[PointResult]:
     if len(points) == 1 or any(cfg.dry_run for cfg, _ in configs):
         return [run_point(sweep_dir, p, c) for p, c in zip(points, configs, strict=True)]
     work = [functools.partial(run_point, sweep_dir, p, c) for p, c in zip(points, configs, strict=True)]
-    outcomes = turns.side_by_side(work, on_interrupt=server.stop)
+    outcomes = turns.side_by_side(work, on_interrupt=servers.stop)
     for outcome in outcomes:
         if isinstance(outcome, BaseException):
             raise outcome
@@ -151,7 +153,7 @@ def run_group(job_dir: Path) -> list[PointResult]:
     sweep_dir = job_dir.parent.parent
     log_attempt(job_dir, event="start", devices=group.devices)
     ended = "done"
-    with visible_devices(group.devices), server.holding(group.servers):
+    with visible_devices(group.devices), servers.holding(group.servers):
         try:
             results = []
             for _, together in itertools.groupby(group.points, key=lambda p: (p.num,) if p.turn is None else p.turn):

@@ -8,7 +8,7 @@ from typing import Any
 
 from specexp.config import ConfigError
 from specexp.console import invalid_config_exits
-from specexp.schedule import ScheduleError, validation_arms, validation_batches, validation_depth
+from specexp.depth_schedule import ScheduleError, validation_arms, validation_batches, validation_depth
 
 
 def _from_schedule(axis: Callable[..., Any], required: bool = True) -> Callable[..., Any]:

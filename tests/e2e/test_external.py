@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specexp.server import serve_reference as serve
+from specexp.servers import serve_reference as serve
 
 SECRET = "sk-test-0123456789abcdef"
 

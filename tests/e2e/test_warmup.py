@@ -9,9 +9,10 @@ from pathlib import Path
 
 import aiohttp
 
-from specexp import point, server
+from specexp import servers
 from specexp.engines import adapter
 from specexp.models.tiny import ensure_tiny
+from specexp.point.windows import Window, measure_windows
 from tests.conftest import FAST
 
 
@@ -27,9 +28,9 @@ def test_warm_up_windows_reach_the_server_and_are_not_measured(make_config, shar
     overrides = [*FAST, "drafter=none", "batch=2", "measure.windows=2", "tracking.enabled=false"]
     cfg = make_config(*overrides, f"outputs={shared_outputs}", "measure.warmup_windows=1")
     engine = adapter(cfg)
-    port = server.free_port(cfg.engine.host)
+    port = servers.free_port(cfg.engine.host)
     base_url = engine.endpoint(cfg, port)
-    srv = server.launch(
+    srv = servers.launch(
         engine.command(cfg, port),
         "warmup-test",
         base_url,
@@ -40,9 +41,9 @@ def test_warm_up_windows_reach_the_server_and_are_not_measured(make_config, shar
     try:
         for warmup_windows in (1, 0, 2):
             cfg = make_config(*overrides, f"outputs={shared_outputs}", f"measure.warmup_windows={warmup_windows}")
-            windows: list[point.Window] = []
+            windows: list[Window] = []
             before, started = asyncio.run(served(engine, base_url)), time.time()
-            asyncio.run(point.measure_windows(cfg, engine, srv, f"warmup{warmup_windows}", windows, []))
+            asyncio.run(measure_windows(cfg, engine, srv, f"warmup{warmup_windows}", windows, []))
             total = asyncio.run(served(engine, base_url)) - before
             # workload.warmup (1) requests, then the warm-up windows (4 requests each), then 2 measured windows
             assert total == 1 + 4 * warmup_windows + 4 * 2, (warmup_windows, total)

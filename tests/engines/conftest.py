@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from specexp import server
+from specexp import processes, servers
 from specexp.configstore import CONF_DIR, to_config
 from specexp.engines import adapter
-from specexp.point import ensure_models
+from specexp.point.plan import ensure_models
 from tests.conftest import VLLM_PYTHON
 
 FIXTURE = "vllm_server"
@@ -48,15 +48,15 @@ class SharedVllm:
             cfg = to_config(compose("config", overrides=[*overrides, f"outputs={self.outputs}"]))
         engine = adapter(cfg)
         ensure_models(cfg)
-        port = server.free_port(cfg.engine.host)
+        port = servers.free_port(cfg.engine.host)
         log = self.logs / f"vllm-{drafter}.log"
         self.drafter, self.url = drafter, engine.endpoint(cfg, port)
-        self.process = server.spawn(engine.command(cfg, port), log)
-        server.wait_ready(self.url + engine.ready_path, cfg.engine.startup_timeout_s, self.process, log)
+        self.process = processes.spawn(engine.command(cfg, port), log)
+        servers.wait_ready(self.url + engine.ready_path, cfg.engine.startup_timeout_s, self.process, log)
 
     def stop(self) -> None:
         if self.process is not None:
-            server.terminate(self.process)
+            processes.terminate(self.process)
         self.drafter, self.process = None, None
 
 

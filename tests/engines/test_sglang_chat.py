@@ -18,7 +18,7 @@ from specexp.config import WorkloadConfig
 from specexp.engines.sglang import SglangEngine
 from specexp.load.client import stream_one
 from specexp.load.conversation import Conversation
-from specexp.load.requests import request_shape
+from specexp.load.shape import request_shape
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.records import RequestRecord
 from tests.engines.test_sglang_adapter import LIGHT_PYTHON, needs_sglang

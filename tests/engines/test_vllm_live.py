@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specexp.server import serve_reference as serve
+from specexp.servers import serve_reference as serve
 from tests.conftest import VLLM_PYTHON, needs
 from tests.engines.test_vllm_server_truth import LOAD, agree
 

@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from specexp import server
+from specexp import servers
 from specexp.engines import adapter, counters
-from specexp.point import ensure_models
+from specexp.point.plan import ensure_models
 from tests.conftest import VLLM_PYTHON, needs
 
 pytestmark = [pytest.mark.vllm, needs(VLLM_PYTHON, "vLLM venv", "run scripts/install_vllm_cpu.sh")]
@@ -30,7 +30,7 @@ def test_vllm_cpu_drafts_the_depth_of_the_running_batch(make_config, shared_outp
     )
     engine = adapter(cfg)
     ensure_models(cfg)
-    port = server.free_port(cfg.engine.host)
+    port = servers.free_port(cfg.engine.host)
     base = engine.endpoint(cfg, port)
     log = tmp_path / "vllm.log"
 
@@ -46,9 +46,9 @@ def test_vllm_cpu_drafts_the_depth_of_the_running_batch(make_config, shared_outp
         d = counters.delta(before, after)
         return d[counters.DRAFT_TOKENS] / d[counters.DRAFTS]
 
-    process = server.spawn(engine.command(cfg, port), log)
+    process = servers.spawn(engine.command(cfg, port), log)
     try:
-        server.wait_ready(base + engine.ready_path, cfg.engine.startup_timeout_s, process, log)
+        servers.wait_ready(base + engine.ready_path, cfg.engine.startup_timeout_s, process, log)
         start = scrape()
         for prompt in PROMPTS[:2]:  # one at a time: every step runs one request, at depth 3
             complete(prompt)
@@ -57,6 +57,6 @@ def test_vllm_cpu_drafts_the_depth_of_the_running_batch(make_config, shared_outp
             list(pool.map(complete, PROMPTS * 2))
         crowd = scrape()
     finally:
-        server.terminate(process)
+        servers.terminate(process)
     assert per_draft(start, alone) == 3.0
     assert 1.0 <= per_draft(alone, crowd) < 2.0

@@ -10,7 +10,7 @@ import aiohttp
 from specexp.config import WorkloadConfig
 from specexp.load.client import CUT, run_closed_loop
 from specexp.load.conversation import Conversation
-from specexp.load.requests import request_shape
+from specexp.load.shape import request_shape
 from specexp.metrics import requests, traffic
 from specexp.records import RequestRecord
 from tests.reference.conftest import LiveServer

@@ -11,7 +11,7 @@ from transformers import AutoTokenizer
 from specexp.config import WorkloadConfig
 from specexp.load.client import run_closed_loop
 from specexp.load.conversation import Conversation
-from specexp.load.requests import request_shape
+from specexp.load.shape import request_shape
 from specexp.models.tiny import TinyPaths
 from tests.reference.conftest import LiveServer
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from specexp import config
 from specexp.config import ConfigError
+from specexp.config import workload as config
 
 
 @pytest.fixture

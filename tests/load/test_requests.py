@@ -2,7 +2,7 @@
 
 from specexp.config import WorkloadConfig
 from specexp.load.conversation import Conversation
-from specexp.load.requests import request_shape
+from specexp.load.shape import request_shape
 
 QUESTION = Conversation(("Write a haiku.", "Now make it rhyme."), category="writing")
 

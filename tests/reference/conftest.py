@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from specexp.models.tiny import TinyPaths, ensure_tiny
-from specexp.server import serve_reference as serve
+from specexp.servers import serve_reference as serve
 from tests.conftest import REPO
 from tests.reference.client import K
 

@@ -14,7 +14,7 @@ import pytest
 from specexp.engines.base import Command
 from specexp.models.tiny import TinyPaths
 from specexp.reference.__main__ import main
-from specexp.server import free_port, spawn, terminate, wait_ready
+from specexp.servers import free_port, spawn, terminate, wait_ready
 from tests.conftest import REPO
 from tests.reference.client import complete, run, scrape
 from tests.reference.conftest import LiveServer

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from specexp.depth_schedule import Schedule
 from specexp.models.tiny import TinyPaths
 from specexp.reference.__main__ import check, parser
-from specexp.schedule import Schedule
 
 
 def parse(tiny: TinyPaths, *extra: str):

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from hydra.core.utils import JobReturn, JobStatus
 
-from specexp import atomic, point, tracking
+from specexp import atomic, tracking
 from specexp.load.progress import Progress
+from specexp.point.watch import server_cause
 from specexp.sweep.groups import ATTEMPTS, Group, restart
 
 
@@ -63,12 +64,12 @@ def test_the_server_log_names_the_cause_of_an_engine_failure(tmp_path: Path) -> 
         "RuntimeError: DefaultCPUAllocator: not enough memory: you tried to allocate 26843545600 bytes.\n"
         "INFO: 500 Internal Server Error\n"
     )
-    cause = point.server_cause(log, len(earlier))
+    cause = server_cause(log, len(earlier))
     assert cause.endswith(
         "RuntimeError: DefaultCPUAllocator: not enough memory: you tried to allocate 26843545600 bytes."
     )
     assert "earlier point" not in cause
-    assert point.server_cause(tmp_path / "absent.log", 0) == ""
+    assert server_cause(tmp_path / "absent.log", 0) == ""
 
 
 def test_store_messages_are_whole_and_on_one_line() -> None:

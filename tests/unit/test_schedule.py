@@ -5,7 +5,7 @@ import json
 import pytest
 
 from specexp.config import ConfigError
-from specexp.schedule import Schedule
+from specexp.depth_schedule import Schedule
 
 
 def test_ranges_compose_and_set_the_depth_cap(make_config) -> None:

@@ -3,10 +3,10 @@
 import json
 
 from specexp.config import MeasureConfig
+from specexp.depth_schedule import Schedule
 from specexp.metrics.windows import aggregate
 from specexp.report import schedule
 from specexp.result import PointResult
-from specexp.schedule import Schedule
 
 
 def point(batch: int, depth: int, value: float, half: float | None = 1.0, windows: int = 3) -> PointResult:

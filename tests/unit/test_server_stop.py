@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from specexp import secrets, server
+from specexp import redaction, servers
 
 SECRET = "hf_secret_value_for_this_test_0123"
 
@@ -19,17 +19,17 @@ SECRET = "hf_secret_value_for_this_test_0123"
 def test_a_ctrl_c_during_a_servers_stop_still_stops_it_and_scrubs_its_log(tmp_path: Path, monkeypatch) -> None:
     log = tmp_path / "server.log"
     log.write_text(f"loaded with token {SECRET}\n")
-    monkeypatch.setattr(secrets, "_known", {SECRET})
+    monkeypatch.setattr(redaction, "_known", {SECRET})
     engine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
-    real_terminate = server.terminate
+    real_terminate = servers.terminate
 
     def interrupted_terminate(process: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C again, as the stop begins
         real_terminate(process, grace_s)
 
-    monkeypatch.setattr(server, "terminate", interrupted_terminate)
-    pool = server._Pool()
-    pool.servers["key"] = server.Server("key", "http://127.0.0.1:1", engine, log, 0.0, None)
+    monkeypatch.setattr(servers, "terminate", interrupted_terminate)
+    pool = servers._Pool()
+    pool.servers["key"] = servers.Server("key", "http://127.0.0.1:1", engine, log, 0.0, None)
     try:
         with pytest.raises(KeyboardInterrupt):  # said once the server is down
             pool.stop()

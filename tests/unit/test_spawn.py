@@ -7,7 +7,7 @@ import threading
 import time
 
 from specexp.engines.base import Command
-from specexp.server import spawn, terminate
+from specexp.servers import spawn, terminate
 
 
 def test_a_server_started_in_a_thread_outlives_the_thread(tmp_path) -> None:

@@ -11,7 +11,7 @@ from optuna.trial import create_trial
 from specexp.metrics.stats import estimate, from_interval
 from specexp.report.study import best_per_batch, pool
 from specexp.result import PointResult
-from specexp.sweep.tune import measured_before
+from specexp.sweep.trials import measured_before
 
 STEPS = {"drafter.num_steps": IntDistribution(1, 8)}
 

@@ -18,7 +18,7 @@ from optuna.trial import TrialState
 from specexp.report.study import arms, best_arm
 from specexp.result import PointResult
 from specexp.sweep.space import SearchSpace, parse_condition
-from specexp.sweep.tune import (
+from specexp.sweep.trials import (
     MAX_ASKS_PER_TRIAL,
     as_before,
     enough,

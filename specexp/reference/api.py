@@ -12,7 +12,7 @@ the usage event): ``spec_verify_ct`` counts this request's steps that verified d
 ``spec_decode_num_drafts`` counter does (and as SGLang counts: prefill excluded), and
 ``spec_num_correct_drafts`` its accepted drafts, and ``spec_accepted_per_pos`` (specexp's own field)
 those by draft position, so the requests' counts add up to the counters' deltas.
-Each finished request is observed in vLLM's latency histograms (specexp.reference.counters).
+Each finished request is observed in vLLM's latency histograms (specexp.reference.prometheus).
 """
 
 from __future__ import annotations

@@ -99,11 +99,6 @@ def mask_override(override: str) -> str:
     return scrub(override)
 
 
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """An environment as it may be shown: secret-named values masked, secrets elsewhere scrubbed."""
-    return scrub_data({"env": dict(env)})["env"]
-
-
 def scrub_file(path: Path) -> None:
     """Mask known secrets in a file written by someone else (an engine's log)."""
     if not _known or not path.is_file():

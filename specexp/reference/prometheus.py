@@ -4,7 +4,7 @@ histograms under the ``specexp:`` prefix.
 Names and semantics follow vllm/v1/spec_decode/metrics.py and vllm/v1/metrics/loggers.py (see
 specexp/engines/counters.py, which reads them), plus ``verify_steps``: target steps that emitted tokens
 for a sequence, prefill included, so that over any window Σ completion tokens = Δaccepted +
-Δverify_steps exactly. The histograms are observed by the HTTP front end (specexp.reference.server)
+Δverify_steps exactly. The histograms are observed by the HTTP front end (specexp.reference.api)
 when a request finishes, as vLLM observes its own: from the request's arrival at the server.
 """
 

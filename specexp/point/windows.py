@@ -1,0 +1,219 @@
+"""A point's measurement: warm-up, then measured windows until enough (specexp.metrics.windows), each
+under the watchdog (specexp.point.watch), and their metrics folded into the point's result. Every
+record is kept as it arrives, so a point cut short by the engine's death keeps what it got."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+
+import aiohttp
+
+from specexp import live, servers
+from specexp.config import Config
+from specexp.engines.base import Engine
+from specexp.load.arrivals import arrival_times
+from specexp.load.client import run_closed_loop, run_open_loop
+from specexp.load.conversation import Conversation
+from specexp.load.host import CLIENT_CPU_WARNING, HostSample, noise
+from specexp.load.prompts import make_prompts
+from specexp.load.shape import RequestShape, request_shape
+from specexp.metrics import requests, slo, traffic
+from specexp.metrics import server as server_metrics
+from specexp.metrics.acceptance import acceptance_metrics
+from specexp.metrics.categories import category_metrics
+from specexp.metrics.windows import TREND_KEY, aggregate, more_windows
+from specexp.point.plan import load_label
+from specexp.point.watch import watched
+from specexp.records import RequestRecord
+from specexp.result import PointResult
+
+log = logging.getLogger("specexp")
+
+Counters = dict[str, float] | None
+
+
+@dataclass
+class Window:
+    """One measured window: its records and its metrics (requests, traffic, SLOs, acceptance, noise context)."""
+
+    records: list[RequestRecord]
+    metrics: dict[str, float]
+
+
+@dataclass
+class Collected:
+    """What a point's windows gave so far: the finished windows, and the records of the one in progress."""
+
+    windows: list[Window] = field(default_factory=list)
+    received: list[RequestRecord] = field(default_factory=list)
+
+    @property
+    def records(self) -> list[RequestRecord]:
+        """Every record, in order: the finished windows', then what the window in progress received."""
+        return [r for m in self.windows for r in m.records] + sorted(self.received, key=lambda r: r.index)
+
+
+@dataclass
+class Session:
+    """What every request of a point's windows shares: its settings, engine, server, HTTP session,
+    request shape and prompt stream."""
+
+    cfg: Config
+    engine: Engine
+    srv: servers.Server
+    http: aiohttp.ClientSession
+    shape: RequestShape
+    stream: str
+
+    def watched(self, work: Awaitable[list[RequestRecord]], phase: str) -> Awaitable[list[RequestRecord]]:
+        return watched(work, self.srv, phase, self.cfg.engine.stall_s)
+
+    def counters(self, phase: str) -> Awaitable[Counters]:
+        read = self.engine.read_counters(self.http, self.srv.base_url)
+        return watched(read, self.srv, phase, self.cfg.engine.stall_s, True)
+
+
+async def measure_windows(
+    cfg: Config,
+    engine: Engine,
+    srv: servers.Server,
+    stream: str,
+    windows: list[Window],
+    received: list[RequestRecord],
+    window: Callable[[], AbstractContextManager[None]] = nullcontext,
+) -> None:
+    """Warm-up (``workload.warmup`` requests, then ``measure.warmup_windows`` discarded windows), then
+    consecutive windows until enough (specexp.metrics.windows), each inside
+    ``window``: counters, the measured requests on fresh prompts (closed or open loop), counters, and
+    the host's noise context. Windows are appended as they finish, and each record of the window in
+    progress joins ``received`` as it finishes, so a point cut short by the server's death keeps
+    everything it got."""
+    w = cfg.workload
+    shape = request_shape(w, srv.served_name or cfg.model.api_name, engine.request_fields(cfg))
+    timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s)
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(headers=engine.headers(cfg), timeout=timeout, connector=connector) as http:
+        session = Session(cfg, engine, srv, http, shape, stream)
+        warmed = await _warm_up(session)  # kept in records.jsonl (marked warmup) with the first window's
+        received.extend(warmed)
+        start = time.monotonic()
+        while more_windows([m.metrics.get(TREND_KEY, 0.0) for m in windows], cfg.measure, time.monotonic() - start):
+            index = len(windows)
+            items = make_prompts(w, w.measured(cfg.streams), f"{stream}/window{index}")
+            with window():
+                records, before, after, context = await _one_window(session, items, index, received)
+            for record in records:
+                record.window = index
+            received.clear()  # this window's records now live in its Window
+            windows.append(
+                Window([*warmed, *records], window_metrics(session, index, records, before, after) | context)
+            )
+            warmed = []
+
+
+async def _warm_up(session: Session) -> list[RequestRecord]:
+    """``workload.warmup`` requests, then whole windows at the point's concurrency: all discarded."""
+    cfg, w = session.cfg, session.cfg.workload
+    warm = make_prompts(w, w.warmups(cfg.streams), f"{session.stream}/warmup", warmup=True)
+    warmed: list[RequestRecord] = []
+    if warm:
+        load = _closed_loop(session, warm, cfg.streams, warmup=True)
+        warmed = await session.watched(load, "during warm-up")
+    for k in range(cfg.measure.warmup_windows):
+        items = make_prompts(w, w.measured(cfg.streams), f"{session.stream}/warmup-window{k}", warmup=True)
+        warmed += await session.watched(
+            _closed_loop(session, items, cfg.streams, warmup=True), "during a warm-up window"
+        )
+    return warmed
+
+
+async def _one_window(
+    session: Session, items: list[Conversation], index: int, received: list[RequestRecord]
+) -> tuple[list[RequestRecord], Counters, Counters, dict[str, float]]:
+    """One measured window: counters, its requests (each joins ``received`` as it ends), the host's
+    noise context, counters."""
+    before = await session.counters("before a measured window")
+    host = HostSample.now()
+    started = time.time()  # the window's span (epoch s): evidence of arms taking turns
+    with live.window(sum(len(c.turns) for c in items)) as on_done:
+
+        def keep(record: RequestRecord) -> None:
+            record.window = index
+            received.append(record)
+            on_done(record)
+
+        records = await session.watched(_window_load(session, items, index, keep), "during a measured window")
+    context = noise(host, HostSample.now()) | {"window_start": started, "window_end": time.time()}
+    after = await session.counters("after a measured window")
+    return records, before, after, context
+
+
+def _closed_loop(
+    session: Session,
+    items: list[Conversation],
+    batch: int,
+    keep: Callable[[RequestRecord], None] = lambda r: None,
+    warmup: bool = False,
+    fill: Sequence[Conversation] = (),
+) -> Awaitable[list[RequestRecord]]:
+    s = session
+    return run_closed_loop(s.http, s.srv.base_url, s.shape, items, batch, s.engine.observe, keep, warmup, fill)
+
+
+def _window_load(
+    session: Session, items: list[Conversation], index: int, keep: Callable[[RequestRecord], None]
+) -> Awaitable[list[RequestRecord]]:
+    """A window's requests: at their arrival times (an open loop), or ``batch`` streams kept full to
+    the window's end by fillers (specexp.load.client)."""
+    cfg, s = session.cfg, session
+    if cfg.load.kind == "rate":
+        seed = (cfg.load.seed, cfg.repeat, index)
+        arrivals = arrival_times(len(items), cfg.load.rate, cfg.load.burstiness, seed)
+        cap = cfg.load.max_concurrency
+        return run_open_loop(s.http, s.srv.base_url, s.shape, items, arrivals, cap, s.engine.observe, keep)
+    fill = make_prompts(cfg.workload, cfg.batch, f"{s.stream}/window{index}/fill")
+    return _closed_loop(session, items, cfg.batch, keep, fill=fill)
+
+
+def window_metrics(
+    session: Session, index: int, records: list[RequestRecord], before: Counters, after: Counters
+) -> dict[str, float]:
+    """One window's metrics: requests, traffic, SLOs, the server's own latency, acceptance, categories."""
+    engine = session.engine
+    own = requests.measured(records)  # fillers count only in throughput and concurrency
+    acceptance = acceptance_metrics(engine.acceptance(before, after, own))
+    by_category = category_metrics(own, engine.request_counts)
+    measured = requests.compute(records) | traffic.compute(records) | slo.compute(own, session.cfg.slo)
+    measured |= server_metrics.latency(before, after) | server_metrics.bursts(records)
+    measured |= server_metrics.gap(measured)
+    if doubt := server_metrics.disagreement(measured):
+        log.warning("window %d: %s", index + 1, doubt)
+    return measured | acceptance | by_category
+
+
+def fold(cfg: Config, result: PointResult, collected: Collected, launched: bool) -> None:
+    """The windows' metrics into the point's result: each window's, their aggregate, and the tags
+    that say where acceptance and token counts came from. ``launched``: specexp started the server."""
+    windows = collected.windows
+    result.windows = [m.metrics for m in windows]
+    result.metrics |= aggregate(result.windows, cfg.measure)
+    for warming in windows[: int(result.metrics["windows_warmup"])]:
+        for record in warming.records:
+            record.warmup = True  # still warming up: kept in records.jsonl, left out of the metrics
+    if result.metrics.get("client_cpu", 0.0) >= CLIENT_CPU_WARNING:
+        log.warning(
+            "the load client used %.0f%% of a core at %s: it, not the server, may be setting the pace "
+            "(README: Limits of the measurement)",
+            100 * result.metrics["client_cpu"],
+            load_label(cfg),
+        )
+    baseline = launched and not cfg.drafter.speculative
+    if baseline:  # METRICS.md: 1.0 without speculation (known only for a server specexp launched itself)
+        result.metrics.setdefault("accept_length", 1.0)
+    result.tags["specexp.token_source"] = requests.token_source(collected.records)
+    measured = "spec_verify_steps" in result.metrics
+    result.tags["specexp.acceptance"] = "measured" if measured else "none" if baseline else "unavailable"
