@@ -198,7 +198,7 @@ WORDS = {
 
 def fields() -> str:
     """Every field a user sets, schema by schema, with its default and its one-line description
-    (from the comments of specexp/config.py and the engines' schemas)."""
+    (from the comments of specexp/config/ and the engines' schemas)."""
     from specexp import config
     from specexp.engines import ENGINES
 
