@@ -25,7 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from specexp.report.analysis import apply, crossover
+from specexp.report.analysis import apply
+from specexp.report.crossing import crossover
 from specexp.report.crossover_points import believed
 from specexp.result import PointResult
 

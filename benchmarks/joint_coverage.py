@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from specexp.metrics.stats import Estimate, paired, side
-from specexp.report.analysis import crossing_bounds, crossing_draws
+from specexp.report.crossing import crossing_bounds, crossing_draws
 
 PAIRS = 8  # windows per arm, taking turns
 NOISE = 0.06  # the spread of one window pair's log ratio

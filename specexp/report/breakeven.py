@@ -2,7 +2,7 @@
 over the speedups measured so far (batch -> Estimate), so that a search can be tried on synthetic
 curves as well as run (specexp.sweep.crossover).
 
-The break-even's distribution is the verdict's (analysis.crossing_draws, crossover_interval): every
+The break-even's distribution is the verdict's (crossing.crossing_draws, crossover_interval): every
 batch's speedup (analysis.used_ratios: paired where the arms' windows took turns) drawn from its own
 sampling distribution on the engine's quantile grid (stats.DRAWS; a log-scale ratio drawn
 asymmetrically, as its interval is), all batches together; its 95% interval is the verdict's. The
@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from specexp.metrics.stats import DRAWS, Estimate, combine, side
-from specexp.report.analysis import breaks_trend, crossing_bounds, crossing_draws, used_ratios
+from specexp.report.analysis import used_ratios
+from specexp.report.crossing import breaks_trend, crossing_bounds, crossing_draws
 from specexp.result import PointResult
 
 Points = Mapping[int, Estimate]  # batch -> the drafter's speedup over drafter=none there
@@ -134,7 +135,7 @@ def bisection_rule(drawn: np.ndarray, options: Sequence[int], points: Points) ->
 
 def next_step(points: Points, search: Search, rule: Rule = median_rule, draws: int = DRAWS) -> Step:
     """The search's next move from the batches measured so far (a batch that breaks the curve,
-    analysis.breaks_trend, set aside as the verdict sets it aside): an end not yet measured, else
+    crossing.breaks_trend, set aside as the verdict sets it aside): an end not yet measured, else
     stop (located, outside the range, as narrow as the noise allows, out of budget), else the batch
     ``rule`` picks among the candidates."""
     for end in (search.batch_min, search.batch_max):

@@ -4,9 +4,9 @@ lengths (``+sweep=crossover_map``) or of any sweep over batch x workload.input_l
 prompts) or x workload.length_bucket (a dataset's prompts by token length).
 
 Each row is one prompt length. Between measured batches the speedup is interpolated linearly in
-log2(batch), the way the break-even itself is read (analysis.crossover); the measured batches are
+log2(batch), the way the break-even itself is read (crossing.crossover); the measured batches are
 marked and labelled with their speedups, so the eye can tell measurement from interpolation. The
-band is each row's 95% break-even interval (analysis.crossover_interval, as the verdict reads it),
+band is each row's 95% break-even interval (crossing.crossover_interval, as the verdict reads it),
 clipped to the measured range where it is open.
 """
 

@@ -4,7 +4,7 @@ way the verdict sets a point aside, and said so.
 
 A batch is set aside when one of its arms failed (no speedup to read), when a cap stopped one of
 its arms before ``measure.windows`` windows (``windows_settled`` 0: its interval is not what the
-search asked for), or when its speedup breaks the curve (analysis.breaks_trend, the verdict's flag).
+search asked for), or when its speedup breaks the curve (crossing.breaks_trend, the verdict's flag).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from specexp.metrics.stats import Estimate
-from specexp.report.analysis import breaks_trend, crossover, crossover_interval
 from specexp.report.breakeven import batch_speedups
+from specexp.report.crossing import breaks_trend, crossover, crossover_interval
 from specexp.result import PointResult
 
 INPUT_LEN = "workload.input_len"  # random prompts' context length
@@ -103,8 +103,8 @@ def believed_map(rows: Sequence[PointResult]) -> dict[str, Believed]:
 
 def break_even(points: dict[int, Estimate]) -> tuple[float | None, float, float]:
     """A context length's break-even from its settled speedups, as the verdict reads one: the
-    interpolated crossing (analysis.crossover; None when it never falls below 1 or is below from
-    the first batch on) and its 95% interval (analysis.crossover_interval)."""
+    interpolated crossing (crossing.crossover; None when it never falls below 1 or is below from
+    the first batch on) and its 95% interval (crossing.crossover_interval)."""
     point = crossover([(b, e.value) for b, e in sorted(points.items())])
     lo, hi = crossover_interval(points) if any(e.known for e in points.values()) else (-math.inf, math.inf)
     return point, lo, hi

@@ -13,9 +13,9 @@ from specexp.config import ConfigError, CrossoverConf, MeasureConfig
 from specexp.metrics import stats
 from specexp.metrics.stats import Estimate, from_interval
 from specexp.metrics.windows import aggregate
-from specexp.report import analysis, breakeven
-from specexp.report.analysis import crossover_interval
+from specexp.report import analysis, breakeven, crossing
 from specexp.report.breakeven import Search, Step, bisection_rule, median_rule, next_step
+from specexp.report.crossing import crossover_interval
 from specexp.report.crossover_points import FAILED, UNSETTLED, Believed, believed
 from specexp.result import PointResult
 from specexp.sweep.crossover import answer, steer
@@ -56,7 +56,7 @@ def run_search(curve: Curve, rule, search: Search, half: float = 0.0, seed: int 
 
 
 def test_the_search_reads_the_verdicts_interval_log_scale_ratios_included() -> None:
-    """The search's interval is analysis.crossover_interval's, from the same draws: paired ratios
+    """The search's interval is crossing.crossover_interval's, from the same draws: paired ratios
     (log scale, asymmetric) drawn as their intervals are, not as a symmetric t."""
     rng = np.random.default_rng(3)
     for k in range(20):
@@ -66,7 +66,7 @@ def test_the_search_reads_the_verdicts_interval_log_scale_ratios_included() -> N
         scale = "log" if k % 2 else "linear"
         points = {x: Estimate(float(rng.uniform(0.7, 1.3)), se, 2.0, scale) for x in xs}
         step = next_step(points, Search(max_points=64), draws=500)
-        trusted = {x: e for x, e in points.items() if x not in analysis.breaks_trend(points)}  # as the verdict
+        trusted = {x: e for x, e in points.items() if x not in crossing.breaks_trend(points)}  # as the verdict
         assert (step.lo, step.hi) == crossover_interval(trusted, draws=500), points
 
 

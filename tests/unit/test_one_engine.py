@@ -2,7 +2,7 @@
 interval, drawn from the same distributions, never contradict each other.
 
 What the words promise, per batch x of a sweep (classes as verdict.verdict_class decides them, the
-break-even's 95% bounds L-H as analysis.crossover_interval draws them):
+break-even's 95% bounds L-H as crossing.crossover_interval draws them):
 
 - not "pays" at x ("no measurable difference" or "loses"): the break-even is not stated above x
   (L <= x), so "break-even above 2.8" never sits beside "no measurable difference at batch 2";
@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from specexp.metrics.stats import Estimate, side
-from specexp.report.analysis import crossover_interval
+from specexp.report.crossing import crossover_interval
 
 SWEEPS = 10_000
 # quantiles at k / 40: the smallest draw is the 2.5% quantile (the 100th of the default 3999 is); the rules
