@@ -185,6 +185,9 @@ def verdicts(rows: Sequence[PointResult], analysis: Analysis) -> list[str]:
     return [*lines, how] if lines and (how := methods(rows, analysis)) else lines
 
 
+METHODS_LEAD = f"{LEVEL_TEXT} CI [lo, hi]: "  # how a verdict's methods line starts (its last, or before a study's)
+
+
 def methods(rows: Sequence[PointResult], analysis: Analysis) -> str | None:
     """One line on how the verdict's intervals were made: ``95% CI [lo, hi]: speedups paired t over 8
     window pairs (log scale); break-evens: ...``; None when it has no interval."""
@@ -203,7 +206,7 @@ def methods(rows: Sequence[PointResult], analysis: Analysis) -> str | None:
         )
     if any(r.ok and r.load == "rate" and "slo_attainment" in r.metrics for r in rows):
         parts.append("SLO attainment: Clopper-Pearson over requests")
-    return f"{LEVEL_TEXT} CI [lo, hi]: " + "; ".join(parts) if parts else None
+    return METHODS_LEAD + "; ".join(parts) if parts else None
 
 
 def _slo_text(rows: Sequence[PointResult]) -> str:

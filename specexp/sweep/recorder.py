@@ -26,7 +26,7 @@ from specexp.point.upload import ERROR_TAG, upload_saved
 from specexp.report.analysis import METHOD_TAG, apply
 from specexp.report.markdown import points_markdown
 from specexp.report.summary import TRIAL, summary_rows, write_csv
-from specexp.report.verdict import verdicts
+from specexp.report.verdict import METHODS_LEAD, verdicts
 from specexp.result import PointResult
 from specexp.sweep import folder
 
@@ -34,14 +34,19 @@ log = logging.getLogger("specexp")
 
 
 def description(rows: Sequence[PointResult], words: Sequence[str], settings: Sequence[str]) -> str:
-    """The parent run's description in MLflow (markdown): the answer first, then every point. MLflow
-    cuts a tag at MAX_TAG_VAL_LENGTH characters (and warns on the console): a longer one keeps the
-    answer and the table's first rows whole and names the files that hold the rest."""
+    """The parent run's description in MLflow (markdown): the answer first, then how many points,
+    how the intervals were made (the verdict's methods line), and every point; MLflow's run page
+    shows the first few lines of it. MLflow cuts a tag at MAX_TAG_VAL_LENGTH characters (and warns
+    on the console): a longer one keeps the answer and the table's first rows whole and names the
+    files that hold the rest."""
     failed = sum(not r.ok for r in rows)
-    answer = "\n".join(f"**{line}**  " for line in words) or "_no verdict: no speculative point has a baseline_"
+    how = "".join(f"_{line}_\n\n" for line in words if line.startswith(METHODS_LEAD))
+    said = [line for line in words if not line.startswith(METHODS_LEAD)]
+    answer = "\n".join(f"**{line}**  " for line in said) or "_no verdict: no speculative point has a baseline_"
     if len(answer) > MAX_TAG_VAL_LENGTH // 2:
         answer = answer[: MAX_TAG_VAL_LENGTH // 2].rsplit("\n", 1)[0] + "\n\n_… the whole verdict: verdict.txt_"
-    head, table = f"{answer}\n\n{len(rows)} points, {failed} failed\n\n", points_markdown(rows, settings).splitlines()
+    head = f"{answer}\n\n{len(rows)} points, {failed} failed\n\n{how}"
+    table = points_markdown(rows, settings).splitlines()
     text = head + "\n".join(table) + "\n"
     if len(text) <= MAX_TAG_VAL_LENGTH:
         return text

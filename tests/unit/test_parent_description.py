@@ -2,6 +2,7 @@
 
 from mlflow.utils.validation import MAX_TAG_VAL_LENGTH
 
+from specexp.report.verdict import METHODS_LEAD
 from specexp.result import PointResult
 from specexp.sweep.recorder import description
 
@@ -35,3 +36,12 @@ def test_an_answer_longer_than_half_the_limit_points_to_verdict_txt() -> None:
     text = description([point(1, 2)], words, [])
     assert len(text) <= MAX_TAG_VAL_LENGTH and "_… the whole verdict: verdict.txt_" in text
     assert "line 0: " in text and "line 39: " not in text
+
+
+def test_the_count_follows_the_answer_and_the_methods_line_follows_the_count() -> None:
+    """MLflow's run page shows the description's first lines: the answer and how many points, then
+    (in italics, not as part of the answer) how the intervals were made, above the table they hold."""
+    how = f"{METHODS_LEAD}speedups paired t over 8 window pairs (log scale), each 95% alone"
+    text = description([point(1, 2), point(4, 2)], ["tiny pays at batch 1", how], ["drafter.num_steps"])
+    assert text.startswith("**tiny pays at batch 1**  \n\n2 points, 0 failed\n\n_95% CI [lo, hi]: speedups paired")
+    assert f"**{how}" not in text and text.index(how) < text.index("\n|")
