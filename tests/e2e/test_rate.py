@@ -45,7 +45,9 @@ def test_rate_sweep_logs_the_open_loop_and_says_which_rate_each_drafter_sustains
     for name in ("none", "tiny"):
         assert f"with {name}, " in verdict and "of requests meet the SLO (TTFT ≤ 200 ms, TPOT ≤ 30 ms)" in verdict
     assert "tiny (per-stream decode speed)" in verdict and "req/s" in verdict
-    assert "with none, 90% of requests" in run.proc.stderr or "with none, fewer than 90%" in run.proc.stderr
+    # each claim only as far as its attainment's interval goes ("cannot tell" where it holds 90%)
+    claims = ("with none, 90% of requests", "with none, fewer than 90%", "with none, cannot tell whether 90%")
+    assert any(claim in run.proc.stderr for claim in claims), run.proc.stderr[-3000:]
     plots = run.workdir / "multirun" / "plots"
     for name in ("request_rate", "goodput", "slo_attainment", "decode_speedup", "output_throughput"):
         assert (plots / f"{name}.png").stat().st_size > 10_000, name
