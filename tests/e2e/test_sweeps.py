@@ -170,8 +170,9 @@ def test_repeats_launch_every_server_again_interleaved(specexp) -> None:
     assert order == [("none", "0"), ("tiny", "0"), ("none", "1"), ("tiny", "1")]  # A B A B
     _, children = children_and_parent(run.runs())
     assert all(c.data.tags["specexp.server_reused"] == "false" for c in children)  # four launches
-    (line,) = (run.workdir / "multirun" / "verdict.txt").read_text().splitlines()
+    line, how = (run.workdir / "multirun" / "verdict.txt").read_text().splitlines()
     assert line.startswith("tiny")  # two launches: a wide interval (t with 1 degree of freedom), honestly
+    assert how.startswith("95% CI [lo, hi]: "), how  # and how that interval was made
 
 
 def test_an_engine_that_is_not_installed_stops_the_sweep_before_any_job(specexp) -> None:
