@@ -10,12 +10,16 @@ are drawn from a stream seeded by (sweep, job, repeat, phase).
 from __future__ import annotations
 
 import hashlib
+import logging
 
 import numpy as np
 
 from specexp.config import WorkloadConfig
 from specexp.load.conversation import Conversation
-from specexp.load.datasets import conversations
+from specexp.load.datasets import conversations, identity, located
+from specexp.load.lengths import Context, TokenCounter, check_fits, tokenizer_file
+
+log = logging.getLogger("specexp")
 
 
 def _seed(*parts: object) -> int:
@@ -33,6 +37,49 @@ def check_workload(cfg: WorkloadConfig) -> None:
     """Read and validate the workload's dataset (once per process): a ConfigError before any server starts."""
     if cfg.kind != "random":
         conversations(cfg)
+
+
+_fitted: set[tuple] = set()  # (workload, tokenizer, context) already found to fit, in this process
+_said: set[str] = set()
+
+
+def check_lengths(cfg: WorkloadConfig, context: Context | str, tokenizer: str | None) -> None:
+    """Every request of the workload fits ``context`` (prompt plus workload.output_len tokens), or a
+    ConfigError names the first that does not: its file and line (workload.input_len for random
+    prompts). ``context`` a string: the length is not known before the server runs (said once in the
+    log). Text is counted with ``tokenizer`` (the served model's folder); none here: said once too."""
+    if isinstance(context, str) or (cfg.kind != "random" and tokenizer_file(tokenizer) is None):
+        why = context if isinstance(context, str) else f"{tokenizer} holds no tokenizer.json here to count with"
+        if why not in _said:
+            _said.add(why)
+            log.info("prompt lengths are not checked before the server starts: %s", why)
+        return
+    if cfg.kind == "random":
+        check_fits("workload.input_len", "random prompts", (cfg.input_len, True), cfg.output_len, context)
+        return
+    key = (identity(cfg), cfg.output_len, cfg.ignore_eos, tokenizer, context)
+    if key in _fitted:
+        return
+    counter = TokenCounter(tokenizer_file(tokenizer))  # type: ignore[arg-type]  # checked above
+    where_key = "workload.path" if cfg.path else "workload.dataset" if cfg.dataset else "workload.kind"
+    for where, conversation in located(cfg):
+        check_fits(where_key, where, _longest_request(conversation, cfg, counter, context), cfg.output_len, context)
+    _fitted.add(key)
+
+
+def _longest_request(c: Conversation, cfg: WorkloadConfig, counter: TokenCounter, context: Context) -> tuple[int, bool]:
+    """Prompt tokens of a conversation's last request, as (tokens, exact): its system message and every
+    user turn as prompt_format writes it, and each earlier answer (output_len tokens with ignore_eos;
+    none counted without, as the model may stop at once). A chat template's own tokens are not counted."""
+    budget = context.length - cfg.output_len
+    texts = [c.system or "", *(cfg.prompt_format.format(prompt=t) for t in c.turns)]
+    total, exact = (len(c.turns) - 1) * cfg.output_len if cfg.ignore_eos else 0, True
+    for text in texts:
+        tokens, counted = counter.bounded(text, budget - total)
+        total, exact = total + tokens, exact and counted
+        if not counted:
+            break
+    return total, exact
 
 
 def make_prompts(cfg: WorkloadConfig, n: int, stream: str, warmup: bool = False) -> list[Conversation]:

@@ -17,7 +17,8 @@ from specexp import checks, redaction, servers, tracking
 from specexp.config import Config
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
-from specexp.load.prompts import check_workload
+from specexp.engines.context import context_length
+from specexp.load.prompts import check_lengths, check_workload
 from specexp.result import PointResult
 
 log = logging.getLogger("specexp")
@@ -48,8 +49,8 @@ def preflight(cfg: Config) -> None:
     """Read the workload's dataset, and check the server's argv with the engine's own parser, once per
     server key per process; raises ConfigError before anything starts. Notes (settings the engine
     changes or ignores) are logged."""
-    check_workload(cfg.workload)
     engine, command, key = describe(cfg)
+    check_prompts(cfg, command)
     if key in _checked:  # an external endpoint (no command) is checked too: that it answers
         return
     checks.check_server_limits(cfg, engine, command)  # first: its refusal is then the only line
@@ -130,7 +131,14 @@ def check_files(cfg: Config) -> None:
     if not cfg.dry_run and describe(cfg).command is not None:
         checks.check_model_files(cfg)
         checks.check_reference_memory(cfg)
+    check_prompts(cfg, describe(cfg).command)
+
+
+def check_prompts(cfg: Config, command: Command | None) -> None:
+    """The workload's dataset read, and each of its requests fitting the server's context length."""
     check_workload(cfg.workload)
+    argv = command.argv if command is not None else None
+    check_lengths(cfg.workload, context_length(cfg, argv), cfg.model.tokenizer or cfg.model.path)
 
 
 def load_label(cfg: Config) -> str:
