@@ -2,15 +2,16 @@
 output it asks for. Checked before any server starts, so a prompt too long is one line naming where it
 is, not a server stalled on it.
 
-Counting a prompt of megabytes costs seconds, so a TokenCounter first bounds it from its characters: a
-BPE tokenizer that covers every byte (byte-level, or falling back to bytes) and drops nothing makes
-tokens of at most its longest vocabulary entry's characters each, so len(normalized text) / that length
-tokens at least. Only when the bound alone does not settle it is the prompt tokenized.
+Counting a prompt of megabytes costs seconds, and a dataset of thousands costs more, so a TokenCounter
+first bounds a prompt from its characters: a BPE tokenizer that covers every byte (byte-level, or
+falling back to bytes) and drops nothing makes tokens of at most its longest vocabulary entry's
+characters and at least one byte each. Only when the bounds do not settle it is the prompt tokenized.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,18 +72,28 @@ class TokenCounter:
     def count(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
-    def at_least(self, text: str) -> int:
-        """A lower bound on ``count(text)`` from the characters alone (0 where none is proven)."""
+    def bounds(self, text: str) -> tuple[int, int | None]:
+        """(least, most) tokens of ``text`` from its characters alone; (0, None) where none is proven.
+        Each token covers at most ``chars_per_token`` characters of the normalized text, and at least one
+        byte of it as the pre-tokenizer writes it (a space may become "▁", 3 bytes; one may be put first)."""
         if self.chars_per_token is None:
-            return 0
+            return 0, None
         normalizer = self.tokenizer.normalizer
         normalized = normalizer.normalize_str(text) if normalizer is not None else text
-        return -(-len(normalized) // self.chars_per_token)
+        return -(-len(normalized) // self.chars_per_token), 3 * len(normalized.encode("utf-8")) + 3
 
-    def bounded(self, text: str, budget: int) -> tuple[int, bool]:
-        """``(tokens, exact)``: the lower bound (not exact) when it alone exceeds ``budget``, else the count."""
-        least = self.at_least(text)
-        return (least, False) if least > budget else (self.count(text), True)
+    def tokens(self, texts: Sequence[str], budget: int) -> tuple[int, bool]:
+        """Tokens of ``texts`` together as ``(tokens, exact)``, as far as telling whether they fit in
+        ``budget`` needs: the characters' lower bound when it alone is over, their upper bound when it is
+        within (neither exact), else the count."""
+        bounds = [self.bounds(t) for t in texts]
+        least = sum(lo for lo, _ in bounds)
+        if least > budget:
+            return least, False
+        most = [hi for _, hi in bounds if hi is not None]
+        if len(most) == len(bounds) and sum(most) <= budget:
+            return sum(most), False
+        return sum(map(self.count, texts)), True
 
 
 def _covers_every_byte(spec: dict[str, Any]) -> bool:

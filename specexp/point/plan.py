@@ -135,10 +135,15 @@ def check_files(cfg: Config) -> None:
 
 
 def check_prompts(cfg: Config, command: Command | None) -> None:
-    """The workload's dataset read, and each of its requests fitting the server's context length."""
-    check_workload(cfg.workload)
+    """The workload's dataset read, and each request the point sends fitting the server's context
+    length. It sends, per phase (specexp.point.windows), a window's items and a closed loop's
+    fillers; warm-up sends its own requests and whole warm-up windows."""
+    w = cfg.workload
+    check_workload(w)
+    measured = max(w.measured(cfg.streams), cfg.batch if cfg.load.kind == "closed" else 0)
+    warm = max(w.warmups(cfg.streams), w.measured(cfg.streams) if cfg.measure.warmup_windows else 0)
     argv = command.argv if command is not None else None
-    check_lengths(cfg.workload, context_length(cfg, argv), cfg.model.tokenizer or cfg.model.path)
+    check_lengths(w, context_length(cfg, argv), cfg.model.tokenizer or cfg.model.path, (measured, warm))
 
 
 def load_label(cfg: Config) -> str:

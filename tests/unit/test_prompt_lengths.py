@@ -14,9 +14,10 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from specexp.config import ConfigError, WorkloadConfig
 from specexp.engines.context import context_length, human_int, model_context
 from specexp.load.lengths import Context, TokenCounter, check_fits, overflow
-from specexp.load.prompts import check_lengths
+from specexp.load.prompts import check_lengths, make_prompts
 
 CONTEXT = Context(100, "--max-model-len 100", "model.max_model_len")
+REACH = (4, 1)  # a point sends 4 items a phase, 1 in warm-up
 
 
 @pytest.fixture
@@ -42,20 +43,24 @@ def test_a_lower_bound_is_said_to_be_one() -> None:
         check_fits("workload.path", "f.jsonl:1", (500, False), 10, CONTEXT)
 
 
-def test_the_bound_from_characters_never_exceeds_the_count(tokenizer: Path) -> None:
+def test_the_bounds_from_characters_hold_the_count(tokenizer: Path) -> None:
     counter = TokenCounter(tokenizer / "tokenizer.json")
-    assert counter.chars_per_token  # byte-level BPE: the bound applies
+    assert counter.chars_per_token  # byte-level BPE: the bounds apply
     texts = ["hello world", "é" * 50, "日本語のテキスト" * 10, " " * 300, "a" * 1000, "\n\t x" * 200, "🙂" * 40]
-    texts += ["<unk>" * 20, "".join(map(chr, range(32, 3000)))]
+    texts += ["<unk>" * 20, "".join(map(chr, range(32, 3000))), ""]
     for text in texts:
-        assert counter.at_least(text) <= counter.count(text), text
+        least, most = counter.bounds(text)
+        assert most is not None and least <= counter.count(text) <= most, text
 
 
-def test_a_huge_prompt_is_settled_by_its_characters_alone(tokenizer: Path) -> None:
+def test_a_prompt_is_counted_only_where_its_bounds_do_not_settle_it(tokenizer: Path) -> None:
     counter = TokenCounter(tokenizer / "tokenizer.json")
-    tokens, exact = counter.bounded("word " * 4_000_000, budget=2000)
+    tokens, exact = counter.tokens(["word " * 4_000_000], budget=2000)  # 20 MB: over from its characters
     assert not exact and tokens > 2000
-    assert counter.bounded("word " * 10, budget=2000) == (counter.count("word " * 10), True)
+    tokens, exact = counter.tokens(["word " * 10, "more"], budget=2000)  # within: at most 3 per byte + 3
+    assert not exact and counter.count("word " * 10) + counter.count("more") <= tokens <= 2000
+    texts = ["word " * 100, "more"]
+    assert counter.tokens(texts, budget=300) == (counter.count(texts[0]) + counter.count(texts[1]), True)
 
 
 def test_no_bound_where_a_tokenizer_may_drop_or_swallow_text(tmp_path: Path) -> None:
@@ -66,7 +71,8 @@ def test_no_bound_where_a_tokenizer_may_drop_or_swallow_text(tmp_path: Path) -> 
     tok.save(str(tmp_path / "tokenizer.json"))
     counter = TokenCounter(tmp_path / "tokenizer.json")
     assert counter.chars_per_token is None
-    assert counter.bounded("x" * 5000, budget=10) == (1, True)
+    assert counter.bounds("x" * 5000) == (0, None)
+    assert counter.tokens(["x" * 5000], budget=10) == (1, True)
 
 
 def test_the_context_length_is_the_last_flag_else_the_models_config(make_config, tmp_path: Path) -> None:
@@ -109,8 +115,22 @@ def test_a_long_dataset_line_is_named(tmp_path: Path, tokenizer: Path) -> None:
     path = _jsonl(tmp_path, {"prompt": "short"}, {"prompt": "many words " * 200})
     cfg = WorkloadConfig(kind="jsonl", path=str(path), output_len=10)
     with pytest.raises(ConfigError, match=rf"workload.path: {path}:2: the prompt is \d+ tokens"):
-        check_lengths(cfg, CONTEXT, str(tokenizer))
-    check_lengths(cfg, Context(100_000, "x", "y"), str(tokenizer))
+        check_lengths(cfg, CONTEXT, str(tokenizer), REACH)
+    check_lengths(cfg, Context(100_000, "x", "y"), str(tokenizer), REACH)
+
+
+def test_only_the_rows_a_point_sends_are_checked(tmp_path: Path, tokenizer: Path) -> None:
+    """ShareGPT holds a prompt of 284k tokens that no point of a small sweep ever sends."""
+    path = _jsonl(tmp_path, *({"prompt": f"row {i}"} for i in range(20)))
+    cfg = WorkloadConfig(kind="jsonl", path=str(path), unique=False, output_len=10)
+    sent = {c.turns[0] for c in [*make_prompts(cfg, 4, "s"), *make_prompts(cfg, 1, "s", warmup=True)]}
+    unsent = next(i for i in range(20) if f"row {i}" not in sent)
+    rows = [{"prompt": "many words " * 200 if i == unsent else f"row {i}"} for i in range(20)]
+    path = _jsonl(tmp_path, *rows)
+    cfg = WorkloadConfig(kind="jsonl", path=str(path), unique=False, output_len=10)
+    check_lengths(cfg, CONTEXT, str(tokenizer), REACH)
+    with pytest.raises(ConfigError, match=f"{path}:{unsent + 1}:"):
+        check_lengths(cfg, CONTEXT, str(tokenizer), (20, 1))
 
 
 def test_later_turns_count_the_answers_before_them(tmp_path: Path, tokenizer: Path) -> None:
@@ -118,14 +138,14 @@ def test_later_turns_count_the_answers_before_them(tmp_path: Path, tokenizer: Pa
     path = _jsonl(tmp_path, {"turns": ["hi", "again"]})
     fixed = WorkloadConfig(kind="jsonl", api="chat", path=str(path), output_len=50)
     with pytest.raises(ConfigError, match=f"{path}:1"):
-        check_lengths(fixed, CONTEXT, str(tokenizer))
-    check_lengths(WorkloadConfig(**{**fixed.__dict__, "ignore_eos": False}), CONTEXT, str(tokenizer))
+        check_lengths(fixed, CONTEXT, str(tokenizer), REACH)
+    check_lengths(WorkloadConfig(**{**fixed.__dict__, "ignore_eos": False}), CONTEXT, str(tokenizer), REACH)
 
 
 def test_random_prompts_are_checked_by_their_setting() -> None:
     with pytest.raises(ConfigError, match=r"workload\.input_len: random prompts: the prompt is 95 tokens"):
-        check_lengths(WorkloadConfig(input_len=95, output_len=10), CONTEXT, None)
-    check_lengths(WorkloadConfig(input_len=90, output_len=10), CONTEXT, None)
+        check_lengths(WorkloadConfig(input_len=95, output_len=10), CONTEXT, None, REACH)
+    check_lengths(WorkloadConfig(input_len=90, output_len=10), CONTEXT, None, REACH)
 
 
 def test_an_unknown_length_is_said_once_and_not_checked(tmp_path: Path, caplog) -> None:
@@ -133,7 +153,7 @@ def test_an_unknown_length_is_said_once_and_not_checked(tmp_path: Path, caplog) 
     cfg = WorkloadConfig(kind="jsonl", path=str(path))
     with caplog.at_level(logging.INFO, logger="specexp"):
         for _ in range(2):
-            check_lengths(cfg, CONTEXT, "someone/hub-model-without-files")
-            check_lengths(cfg, "engine=external: not launched", None)
+            check_lengths(cfg, CONTEXT, "someone/hub-model-without-files", REACH)
+            check_lengths(cfg, "engine=external: not launched", None, REACH)
     said = [r.getMessage() for r in caplog.records if "not checked" in r.getMessage()]
     assert len(said) == 2, said
