@@ -46,8 +46,9 @@ _checked: set[str] = set()  # server keys whose argv the engine's own parser acc
 
 
 def preflight(cfg: Config) -> None:
-    """Read the workload's dataset, and check the server's argv with the engine's own parser, once per
-    server key per process; raises ConfigError before anything starts. Notes (settings the engine
+    """Read the workload's dataset and check its prompts' lengths (check_prompts), and check the server's
+    argv with the engine's own parser, once per server key per process; raises ConfigError before
+    anything starts. Notes (settings the engine
     changes or ignores) are logged."""
     engine, command, key = describe(cfg)
     check_prompts(cfg, command)
@@ -128,10 +129,11 @@ def prepare(cfg: Config) -> None:
 def check_files(cfg: Config) -> None:
     """The files a job names, readable before any server starts: its checkpoints (when specexp
     launches the server) and its dataset; ConfigError naming key, file and line."""
-    if not cfg.dry_run and describe(cfg).command is not None:
+    command = describe(cfg).command
+    if not cfg.dry_run and command is not None:
         checks.check_model_files(cfg)
         checks.check_reference_memory(cfg)
-    check_prompts(cfg, describe(cfg).command)
+    check_prompts(cfg, command)
 
 
 def check_prompts(cfg: Config, command: Command | None) -> None:
