@@ -39,6 +39,8 @@ def context_length(cfg: Config, argv: list[str] | None) -> Context | str:
     if found is not None:
         flag, value = found
         length = human_int(value)
+        if flag_value(list(cfg.engine.extra_args), FLAGS[engine]) is not None:
+            setting = "engine.extra_args"  # its copy comes last, so it wins over the setting's
         if length is not None and length > 0:  # vLLM's -1: as long as memory allows, the model's own
             return Context(length, f"{flag} {value}", setting)
     config = Path(cfg.model.path).expanduser() / "config.json"

@@ -86,6 +86,9 @@ def test_the_context_length_is_the_last_flag_else_the_models_config(make_config,
     assert found == Context(4096, f"max_position_embeddings in {model / 'config.json'}", "model.max_model_len")
     sglang = make_config("engine=sglang", f"model.path={model}")
     assert context_length(sglang, ["x", "--context-length", "2k"]).length == 2000  # type: ignore[union-attr]
+    extra = make_config("engine=vllm", f"model.path={model}", "engine.extra_args=['--max-model-len=300']")
+    found = context_length(extra, ["x", "--max-model-len", "2k", "--max-model-len=300"])
+    assert found == Context(300, "--max-model-len 300", "engine.extra_args")  # its copy wins
 
 
 def test_no_context_length_for_a_hub_model_or_an_endpoint_not_launched(make_config) -> None:
