@@ -53,6 +53,20 @@ def test_the_bounds_from_characters_hold_the_count(tokenizer: Path) -> None:
         assert most is not None and least <= counter.count(text) <= most, text
 
 
+def test_the_bounds_hold_for_a_byte_fallback_tokenizer(tmp_path: Path) -> None:
+    """SentencePiece-style (Llama, Mistral): a space becomes "▁" (3 bytes), unknown characters fall
+    back to one token per byte."""
+    vocab = {f"<0x{i:02X}>": i for i in range(256)} | {"▁": 256, "a": 257, "▁a": 258}
+    tok = Tokenizer(models.BPE(vocab, [("▁", "a")], byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.save(str(tmp_path / "tokenizer.json"))
+    counter = TokenCounter(tmp_path / "tokenizer.json")
+    assert counter.chars_per_token == 6  # "<0x41>"
+    for text in ["a a a", " é 日本 ", "é" * 10, "    ", "xyz", "", "🙂 a" * 30]:
+        least, most = counter.bounds(text)
+        assert most is not None and least <= counter.count(text) <= most, text
+
+
 def test_a_prompt_is_counted_only_where_its_bounds_do_not_settle_it(tokenizer: Path) -> None:
     counter = TokenCounter(tokenizer / "tokenizer.json")
     tokens, exact = counter.tokens(["word " * 4_000_000], budget=2000)  # 20 MB: over from its characters
