@@ -1,17 +1,14 @@
 """A point's windows in process (specexp.point.windows) against a tiny aiohttp endpoint on a real
-socket: the model its streams name, and the records it keeps when the server stops answering in
+socket (tests.load.endpoint): the model its streams name, and the records it keeps when the server stops answering in
 warm-up or at a window's closing counter read (issue 37)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
 
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 
 from specexp import servers
 from specexp.config import Config
@@ -20,62 +17,26 @@ from specexp.point.watch import EngineStalled
 from specexp.point.windows import Collected, fold, measure_windows
 from specexp.result import PointResult
 from tests.conftest import FAST
+from tests.load.endpoint import SERVED, Endpoint, serving
 
-OUTPUT = 16  # FAST's workload.output_len, forced by ignore_eos
 SETTINGS = [*FAST, "drafter=none", "batch=2", "measure.windows=1", "measure.warmup_windows=1", "engine.stall_s=1"]
 
 
-class Endpoint:
-    """A reference-engine-like endpoint: whole streams naming ``model``; after ``answer`` requests (None:
-    never) a request waits forever; /metrics waits forever from its ``counted``-th read on (None: never)."""
-
-    def __init__(self, model: str = "tiny", answer: int | None = None, counted: int | None = None) -> None:
-        self.model, self.answer, self.counted = model, answer, counted
-        self.requests = self.reads = 0
-        self.app = web.Application()
-        self.app.router.add_post("/v1/completions", self.complete)
-        self.app.router.add_get("/metrics", self.metrics)
-
-    async def complete(self, request: web.Request) -> web.StreamResponse:
-        await request.json()
-        self.requests += 1
-        if self.answer is not None and self.requests > self.answer:
-            await asyncio.sleep(3600)
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        for i in range(OUTPUT):
-            choice = {"index": 0, "text": "x", "token_ids": [i], "finish_reason": "length" if i == OUTPUT - 1 else None}
-            await resp.write(self.event([choice]))
-        await resp.write(self.event([], usage={"prompt_tokens": 16, "completion_tokens": OUTPUT}))
-        await resp.write(b"data: [DONE]\n\n")
-        return resp
-
-    def event(self, choices: list[dict], **extra: object) -> bytes:
-        return b"data: " + json.dumps({"model": self.model, "choices": choices, **extra}).encode() + b"\n\n"
-
-    async def metrics(self, request: web.Request) -> web.Response:
-        self.reads += 1
-        if self.counted is not None and self.reads >= self.counted:
-            await asyncio.sleep(3600)
-        return web.Response(text=f"specexp:num_requests_total {self.requests}\n")
-
-
 def measure(cfg: Config, endpoint: Endpoint) -> tuple[Collected, BaseException | None]:
-    """The point's windows against ``endpoint`` under the served name ``tiny``; what they collected,
+    """The point's windows against ``endpoint`` under its served name; what they collected,
     and what stopped them."""
     got = Collected()
 
-    async def run() -> BaseException | None:
-        async with TestServer(endpoint.app, host="127.0.0.1") as server:
-            base = str(server.make_url("")).rstrip("/")
-            srv = servers.Server("test", base, None, None, 0.0, None, served_name="tiny")
-            try:
-                await measure_windows(cfg, adapter(cfg), srv, "test", got.windows, got.received)
-            except EngineStalled as exc:
-                return exc
-            return None
+    async def run(base: str) -> BaseException | None:
+        srv = servers.Server("test", base, None, None, 0.0, None, served_name=SERVED)
+        try:
+            await measure_windows(cfg, adapter(cfg), srv, "test", got.windows, got.received)
+        except EngineStalled as exc:
+            return exc
+        return None
 
-    return got, asyncio.run(run())
+    with serving(endpoint) as base:
+        return got, asyncio.run(run(base))
 
 
 @pytest.fixture
