@@ -151,7 +151,8 @@ def unfinished(record: RequestRecord, body: dict[str, Any], done: bool, exact: b
     if record.finish_reason is None:
         return f"stream ended without a finish_reason after {of} tokens"
     if forced and exact and got < forced:
-        return f"stream ended ({record.finish_reason}) after {of} tokens forced by ignore_eos"
+        hint = "an endpoint that does not honour it needs workload.ignore_eos=false"
+        return f"stream ended ({record.finish_reason}) after {of} tokens forced by ignore_eos ({hint})"
     return None
 
 

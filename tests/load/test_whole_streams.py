@@ -43,7 +43,11 @@ def drive(endpoint: Endpoint, ignore_eos: bool = True) -> list[RequestRecord]:
             Endpoint(tokens=FORCED, finish=None),
             f"stream ended without a finish_reason after {FORCED} of {FORCED} tokens",
         ),
-        (Endpoint(tokens=16), f"stream ended (length) after 16 of {FORCED} tokens forced by ignore_eos"),
+        (
+            Endpoint(tokens=16),
+            f"stream ended (length) after 16 of {FORCED} tokens forced by ignore_eos (an endpoint "
+            "that does not honour it needs workload.ignore_eos=false)",
+        ),
     ],
     ids=["closed-half-way", "no-done", "no-finish-reason", "fewer-than-forced"],
 )
