@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.conftest import Run
 from tests.load.endpoint import SERVED, Endpoint, serving
+from tests.support import store
 
 EXTERNAL = ["engine=external", f"engine.model_name={SERVED}", "engine.flavor=openai", "drafter=none", "batch=2"]
 
@@ -33,8 +34,9 @@ def test_a_point_whose_streams_are_cut_half_way_fails_naming_why(specexp_main: C
 
 
 def test_streams_naming_another_model_tag_the_point_in_results_and_mlflow(
-    specexp_main: Callable[..., Run], tmp_path: Path
+    specexp_main: Callable[..., Run], tmp_path: Path, mlflow_template: Path
 ) -> None:
+    store.place(mlflow_template, tmp_path / "mlflow.db")  # specexp_main's store, migrated once per session
     with serving(Endpoint(model="someone-else")) as url:
         run = specexp_main(*EXTERNAL, f"engine.url={url}")
     results, records = point_files(run)
