@@ -30,7 +30,8 @@ class RequestRecord:
     completion_tokens: int | None = None  # from the server's usage
     token_source: str = "chunks"  # "usage" when completion_tokens came from the server
     error: str | None = None
-    finish_reason: str | None = None
+    finish_reason: str | None = None  # the stream's last choice's (a whole stream has one: specexp.load.client)
+    model: str | None = None  # the model the stream's chunks named, when not the one the request asked for
     token_ids: list[int] | None = None  # when the server streams them
     # Engine-specific per-request fields (e.g. SGLang's spec_verify_ct), read by the engine adapter.
     extra: dict[str, Any] = field(default_factory=dict)

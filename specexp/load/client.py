@@ -8,7 +8,8 @@ window's last requests run under the same load as its first (no ramp-down). Open
 start on an arrival schedule (specexp.load.arrivals) however many are in flight, optionally capped.
 Either way a conversation's turns go one after the other, each with the model's answers so far in its
 history (specexp.load.conversation). Completion and chat streams
-are read alike: text from ``choices[].text`` or ``choices[].delta``.
+are read alike: text from ``choices[].text`` or ``choices[].delta``. A stream is whole only if it ends
+as the protocol says (``unfinished``); anything else is a failed request with the reason, never ok.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ async def _stream(
     observe: Callable[[dict[str, Any], RequestRecord], None],
     clock: progress.Progress,
 ) -> None:
-    ids_seen = False
+    ids_seen = done = False
     try:
         async with http.post(url, json=body) as resp:
             if resp.status != 200:
@@ -97,10 +98,13 @@ async def _stream(
                     continue
                 data = line[5:].strip()
                 if data == b"[DONE]":
+                    done = True
                     break
                 now = time.monotonic()
                 event = json.loads(data)
                 observe(event, record)
+                if (named := event.get("model")) and named != body.get("model"):
+                    record.model = named
                 if "error" in event:
                     record.error = f"stream error: {event['error']}"
                     return
@@ -129,6 +133,27 @@ async def _stream(
         record.token_source = "usage"
         if not ids_seen:
             fit_chunk_tokens(record.chunks, record.completion_tokens)
+    if record.error is None:
+        record.error = unfinished(record, body, done, exact=ids_seen or record.completion_tokens is not None)
+
+
+def unfinished(record: RequestRecord, body: dict[str, Any], done: bool, exact: bool) -> str | None:
+    """Why a stream that raised nothing is still not whole, or None when it ended as the protocol says:
+    ``data: [DONE]``, a finish_reason, and with ``ignore_eos`` the forced ``max_tokens``. An endpoint
+    that closes the connection half-way (``Connection: close``) otherwise reads as a short answer.
+    ``exact``: the token count came from the server (usage or token ids); one counted by chunks is
+    only a lower bound (a chunk may carry several tokens), so it cannot prove a stream short."""
+    got = record.output_tokens
+    forced = body.get("max_tokens") if body.get("ignore_eos") else None
+    of = f"{got} of {forced}" if forced else f"{got}"
+    if not done:
+        return f"stream ended without [DONE] after {of} tokens"
+    if record.finish_reason is None:
+        return f"stream ended without a finish_reason after {of} tokens"
+    if forced and exact and got < forced:
+        hint = "an endpoint that does not honour it needs workload.ignore_eos=false"
+        return f"stream ended ({record.finish_reason}) after {of} tokens forced by ignore_eos ({hint})"
+    return None
 
 
 Send = Callable[[RequestRecord, dict[str, Any]], Awaitable[None]]

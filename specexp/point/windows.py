@@ -27,7 +27,7 @@ from specexp.metrics.acceptance import acceptance_metrics
 from specexp.metrics.categories import category_metrics
 from specexp.metrics.windows import TREND_KEY, aggregate, more_windows
 from specexp.point.plan import load_label
-from specexp.point.watch import watched
+from specexp.point.watch import ServerLost, watched
 from specexp.records import RequestRecord
 from specexp.result import PointResult
 
@@ -53,8 +53,10 @@ class Collected:
 
     @property
     def records(self) -> list[RequestRecord]:
-        """Every record, in order: the finished windows', then what the window in progress received."""
-        return [r for m in self.windows for r in m.records] + sorted(self.received, key=lambda r: r.index)
+        """Every record, in order: the finished windows', then what the window in progress received
+        (the warm-up's first, as they ended)."""
+        in_progress = sorted(self.received, key=lambda r: (not r.warmup, 0 if r.warmup else r.index))
+        return [r for m in self.windows for r in m.records] + in_progress
 
 
 @dataclass
@@ -98,8 +100,9 @@ async def measure_windows(
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(headers=engine.headers(cfg), timeout=timeout, connector=connector) as http:
         session = Session(cfg, engine, srv, http, shape, stream)
-        warmed = await _warm_up(session)  # kept in records.jsonl (marked warmup) with the first window's
-        received.extend(warmed)
+        # each warm-up record joins ``received`` as it ends (a point that ends in warm-up keeps them), and
+        # is kept in records.jsonl (marked warmup) with the first window's, in no metric
+        warmed = await _warm_up(session, received.append)
         start = time.monotonic()
         while more_windows([m.metrics.get(TREND_KEY, 0.0) for m in windows], cfg.measure, time.monotonic() - start):
             index = len(windows)
@@ -115,18 +118,19 @@ async def measure_windows(
             warmed = []
 
 
-async def _warm_up(session: Session) -> list[RequestRecord]:
-    """``workload.warmup`` requests, then whole windows at the point's concurrency: all discarded."""
+async def _warm_up(session: Session, keep: Callable[[RequestRecord], None]) -> list[RequestRecord]:
+    """``workload.warmup`` requests, then whole windows at the point's concurrency: all discarded
+    from the metrics; each record passed to ``keep`` as it ends."""
     cfg, w = session.cfg, session.cfg.workload
     warm = make_prompts(w, w.warmups(cfg.streams), f"{session.stream}/warmup", warmup=True)
     warmed: list[RequestRecord] = []
     if warm:
-        load = _closed_loop(session, warm, cfg.streams, warmup=True)
+        load = _closed_loop(session, warm, cfg.streams, keep, warmup=True)
         warmed = await session.watched(load, "during warm-up")
     for k in range(cfg.measure.warmup_windows):
         items = make_prompts(w, w.measured(cfg.streams), f"{session.stream}/warmup-window{k}", warmup=True)
         warmed += await session.watched(
-            _closed_loop(session, items, cfg.streams, warmup=True), "during a warm-up window"
+            _closed_loop(session, items, cfg.streams, keep, warmup=True), "during a warm-up window"
         )
     return warmed
 
@@ -148,8 +152,25 @@ async def _one_window(
 
         records = await session.watched(_window_load(session, items, index, keep), "during a measured window")
     context = noise(host, HostSample.now()) | {"window_start": started, "window_end": time.time()}
-    after = await session.counters("after a measured window")
+    try:
+        after = await session.counters("after a measured window")
+    except ServerLost as exc:
+        raise _cut_at_close(exc, index, records, received) from exc
     return records, before, after, context
+
+
+def _cut_at_close(
+    exc: ServerLost, index: int, records: list[RequestRecord], received: list[RequestRecord]
+) -> ServerLost:
+    """A window whose requests all ended but whose closing counter read was cut: its records are kept
+    (the fillers join the measured ones ``received`` holds), and the point's error says why they
+    have no metrics."""
+    fillers = [r for r in records if r.filler]
+    for record in fillers:
+        record.window = index
+    received.extend(fillers)
+    cut = f"window {index + 1}'s closing counter read was cut: its {len(records)} records are kept without metrics"
+    return type(exc)(f"{cut}; {exc}")
 
 
 def _closed_loop(
@@ -215,5 +236,24 @@ def fold(cfg: Config, result: PointResult, collected: Collected, launched: bool)
     if baseline:  # METRICS.md: 1.0 without speculation (known only for a server specexp launched itself)
         result.metrics.setdefault("accept_length", 1.0)
     result.tags["specexp.token_source"] = requests.token_source(collected.records)
+    _tag_model_named(result, collected.records)
     measured = "spec_verify_steps" in result.metrics
     result.tags["specexp.acceptance"] = "measured" if measured else "none" if baseline else "unavailable"
+
+
+def _tag_model_named(result: PointResult, records: list[RequestRecord]) -> None:
+    """``specexp.model_mismatch`` (true or false) and, when true, ``specexp.streamed_model``: the
+    streams named a model other than the one their requests asked for (the served name, /v1/models),
+    so the server measured may not be the one meant; said once for the point."""
+    named = [r for r in records if r.model]
+    result.tags["specexp.model_mismatch"] = str(bool(named)).lower()
+    if named:
+        names = ", ".join(sorted({r.model for r in named if r.model}))
+        result.tags["specexp.streamed_model"] = names
+        log.warning(
+            "%d of %d requests' streams named model %s, not the served name they asked for (/v1/models): "
+            "the server measured may not be the one meant; the point is tagged specexp.model_mismatch=true",
+            len(named),
+            len(records),
+            names,
+        )
