@@ -62,8 +62,9 @@ async def completions(request: web.Request) -> web.StreamResponse:
     for i in range(chunks):
         if i:
             await asyncio.sleep(float(body["gap_s"]))
+        finish = "length" if i == chunks - 1 else None  # a whole stream ends with a finish_reason
         event = {
-            "choices": [{"index": 0, "text": "x" * tokens, "token_ids": list(range(tokens)), "finish_reason": None}],
+            "choices": [{"index": 0, "text": "x" * tokens, "token_ids": list(range(tokens)), "finish_reason": finish}],
             "server_t": time.monotonic(),
         }
         await resp.write(b"data: " + json.dumps(event).encode() + b"\n\n")
