@@ -35,8 +35,8 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from specexp import atomic, live, redaction, servers, signals, tracking
-from specexp.config import Config
+from specexp import atomic, checks, live, redaction, servers, signals, tracking
+from specexp.config import Config, ConfigError
 from specexp.configstore import run_id, to_config
 from specexp.console import console, invalid_config_exits
 from specexp.point.plan import flat_params
@@ -256,7 +256,8 @@ class LaunchingSweeper(Sweeper):
         with invalid_config_exits():
             resume = self.config.get("resume")
             sweep_dir = folder.find(resume, Path(str(self.config.outputs))) if resume else None
-        sweep_dir = sweep_dir or Path(self.config.hydra.sweep.dir)
+            sweep_dir = sweep_dir or Path(self.config.hydra.sweep.dir)
+            checks.check_folder_path("hydra.sweep.dir", sweep_dir)
         record = folder.read_record(sweep_dir)
         for job_dir, why in folder.broken(sweep_dir).items():  # measured again, like an unfinished attempt
             aside = runner.set_aside(job_dir)
@@ -308,7 +309,14 @@ class LaunchingSweeper(Sweeper):
         """Run ``body`` as the sweep, with a parent run (tracking checked first, before any server
         starts) and, whatever way it ends (done, failed, interrupted), no server left running and the
         summary written."""
-        run.sweep_dir.mkdir(parents=True, exist_ok=True)  # only now: a refused sweep leaves no folder
+        with invalid_config_exits():  # only now: a refused sweep leaves no folder
+            try:
+                run.sweep_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                fix = "give hydra.sweep.dir a folder you can write to"
+                raise ConfigError(
+                    "hydra.sweep.dir", f"cannot make {run.sweep_dir}: {exc.filename}: {exc.strerror}", fix
+                ) from None
         multirun = run.sweep_dir / "multirun.yaml"
         if not multirun.exists():  # a resumed sweep keeps the record of how it started
             try:
