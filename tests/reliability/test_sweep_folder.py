@@ -1,11 +1,19 @@
-"""Issue 37, item 5: a sweep folder path that cannot be a folder is refused in one line, exit 2.
+"""Issue 37, items 1 and 5: a sweep folder path that cannot be a folder is refused in one line, exit
+2; a sweep folder has one live owner.
 
-The app's entry point runs in this process (``idle_ws.main``); dry runs start no engine."""
+The app's entry point runs in this process (``idle_ws.main``); dry runs start no engine. Two
+processes on one folder cost no second process: the test holds the folder's lock itself
+(``folder.own``, as a sweep's process does), and the app, in this process, opens the lock file
+again, an open file the lock refuses as it refuses another process's."""
 
+import json
+import os
+import socket
 from pathlib import Path
 
 import pytest
 
+from specexp.sweep import folder
 from tests.reliability.test_input import one_line
 
 SWEEP = ("drafter=none", "dry_run=true", "batch=1,2", "-m")
@@ -45,3 +53,54 @@ def test_a_sweep_folder_that_cannot_be_one_is_one_line_and_exit_2(idle_ws, monke
     line = one_line(idle_ws.main(*SWEEP, f"hydra.sweep.dir={given}"))
     assert f"invalid configuration: hydra.sweep.dir: {words}" in line, line
     assert "Fix: give hydra.sweep.dir a folder you can write to" in line
+
+
+def test_a_folder_a_live_sweep_owns_is_refused_naming_the_owner(idle_ws) -> None:
+    sweep = idle_ws.root / "sweep"
+    sweep.mkdir()
+    held = folder.own(sweep)
+    try:
+        line = one_line(idle_ws.main(*SWEEP, f"hydra.sweep.dir={sweep}"))
+    finally:
+        held.release()
+    assert f"hydra.sweep.dir: {sweep} belongs to a sweep running now (host {socket.gethostname()}, " in line
+    assert f"pid {os.getpid()}, since " in line
+    assert "Fix: give another hydra.sweep.dir, or wait until pid" in line
+    assert sorted(p.name for p in sweep.iterdir()) == [folder.LOCK]  # nothing written beside the lock
+
+
+def test_resuming_a_sweep_a_live_process_owns_is_refused(idle_ws) -> None:
+    sweep = idle_ws.outputs / "multirun" / "s1"
+    sweep.mkdir(parents=True)
+    folder.write_record(sweep, {"sweep_id": "s1", "started": "2026-01-01T00:00:00", "outputs": str(idle_ws.outputs)})
+    held = folder.own(sweep)
+    try:
+        line = one_line(idle_ws.main(*SWEEP, "resume=s1"))
+    finally:
+        held.release()
+    assert f"{sweep} belongs to a sweep running now" in line
+
+
+def test_a_lock_a_dead_sweep_left_is_taken_over_and_said(idle_ws) -> None:
+    sweep = idle_ws.root / "sweep"
+    sweep.mkdir()
+    (sweep / folder.LOCK).write_text(json.dumps({"host": "gone", "pid": 999999, "started": "2026-01-01T00:00:00"}))
+    run = idle_ws.main(*SWEEP, f"hydra.sweep.dir={sweep}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    said = [line for line in run.lines if "taken over" in line]
+    assert said == [
+        f"{sweep}: taken over from a sweep that is no longer running (host gone, pid 999999, since 2026-01-01T00:00:00)"
+    ]
+    assert (sweep / folder.LOCK).read_text() == ""  # released at the end: free, and no dead owner named
+    again = folder.own(sweep)
+    again.release()
+    assert again.took_over is None
+
+
+def test_a_folder_freed_by_a_refused_sweep_can_be_owned_at_once(idle_ws) -> None:
+    sweep = idle_ws.root / "sweep"
+    sweep.mkdir()
+    run = idle_ws.main("drafter=none", "batch=1,abc", "-m", f"hydra.sweep.dir={sweep}")
+    assert run.returncode == 2
+    assert (sweep / folder.LOCK).read_text() == ""  # it was owned, and let go cleanly
+    folder.own(sweep).release()  # raises ConfigError if the refused sweep still held it
