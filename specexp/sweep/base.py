@@ -285,7 +285,15 @@ class LaunchingSweeper(Sweeper):
         if record is not None:
             run.earlier = list(folder.job_results(sweep_dir).values())
             done = sum(r.ok for r in folder.current(run.earlier))
-            console.print(f"resuming sweep {run.sweep_id} in {sweep_dir}: {done} point(s) finished ok already")
+            which = (
+                f" (resume=latest: the newest you started from {self.config.outputs})"
+                if resume == folder.LATEST
+                else ""
+            )
+            console.print(
+                f"resuming sweep {run.sweep_id} in {sweep_dir}{which}: {done} point(s) finished ok already",
+                soft_wrap=True,
+            )
         return run
 
     @staticmethod

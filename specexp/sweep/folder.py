@@ -48,17 +48,33 @@ def write_record(folder: Path, record: dict[str, Any]) -> None:
 
 
 def find(resume: str, outputs: Path) -> Path:
-    """The folder of the sweep to resume: ``latest`` (the newest under <outputs>/multirun) or an id."""
+    """The folder of the sweep to resume: ``latest`` (the newest under <outputs>/multirun that this
+    user started from this outputs folder) or an id."""
     root = outputs / "multirun"
     records = [(p.parent, read_record(p.parent)) for p in root.glob(f"*/{RECORD}")] if root.is_dir() else []
     if resume == LATEST:
-        if not records:
-            raise ConfigError("resume", f"no sweep under {root}", "run a sweep first, or give a sweep folder's id")
-        return max(records, key=lambda fr: fr[1].get("started", ""))[0]
+        ours = [(f, r) for f, r in records if r is not None and mine(f, r, outputs)]
+        if not ours:
+            skipped = f" ({len(records)} of other users or outputs folders skipped)" if records else ""
+            raise ConfigError(
+                "resume", f"no sweep of yours under {root}{skipped}", "run a sweep first, or give a sweep folder's id"
+            )
+        return max(ours, key=lambda fr: fr[1].get("started", ""))[0]
     for folder, record in records:
-        if resume in (record.get("sweep_id"), folder.name):
+        if record is not None and resume in (record.get("sweep_id"), folder.name):
             return folder
     raise ConfigError("resume", f"no sweep {resume!r} under {root}", f"use a folder name from {root}, or latest")
+
+
+def mine(folder: Path, record: dict[str, Any], outputs: Path) -> bool:
+    """A sweep this user started from ``outputs``: its record is this user's file and names ``outputs``
+    (a shared outputs folder holds other users' sweeps, and a copied folder names where it came from)."""
+    try:
+        uid = (folder / RECORD).stat().st_uid
+    except OSError:
+        return False
+    named = record.get("outputs")
+    return uid == os.getuid() and named is not None and Path(named).resolve() == outputs.resolve()
 
 
 @dataclass

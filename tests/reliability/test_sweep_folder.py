@@ -1,5 +1,6 @@
-"""Issue 37, items 1 and 5: a sweep folder path that cannot be a folder is refused in one line, exit
-2; a sweep folder has one live owner.
+"""Issue 37, items 1, 5 and 8's resume: a sweep folder path that cannot be a folder is refused in one
+line, exit 2; a sweep folder has one live owner; ``resume=latest`` takes only this user's sweeps
+from this outputs folder, and says which.
 
 The app's entry point runs in this process (``idle_ws.main``); dry runs start no engine. Two
 processes on one folder cost no second process: the test holds the folder's lock itself
@@ -104,3 +105,34 @@ def test_a_folder_freed_by_a_refused_sweep_can_be_owned_at_once(idle_ws) -> None
     assert run.returncode == 2
     assert (sweep / folder.LOCK).read_text() == ""  # it was owned, and let go cleanly
     folder.own(sweep).release()  # raises ConfigError if the refused sweep still held it
+
+
+def write_sweep(root: Path, name: str, started: str, outputs: Path) -> Path:
+    sweep = root / "multirun" / name
+    sweep.mkdir(parents=True)
+    folder.write_record(sweep, {"sweep_id": f"id-{name}", "started": started, "outputs": str(outputs)})
+    return sweep
+
+
+def test_resume_latest_takes_only_sweeps_started_from_this_outputs_folder_and_says_which(idle_ws) -> None:
+    out = idle_ws.outputs
+    ours = write_sweep(out, "ours", "2026-01-01T00:00:00", out)
+    write_sweep(out, "copied", "2026-01-02T00:00:00", idle_ws.root / "elsewhere")  # newer, from elsewhere
+    run = idle_ws.main(*SWEEP, "resume=latest")
+    assert run.returncode == 0, run.stderr[-2000:]
+    said = [line for line in run.lines if line.startswith("resuming sweep")]
+    assert said == [
+        f"resuming sweep id-ours in {ours} (resume=latest: the newest you started from {out}): "
+        "0 point(s) finished ok already"
+    ], run.lines
+
+
+def test_resume_latest_skips_another_users_sweeps(idle_ws, monkeypatch) -> None:
+    out = idle_ws.outputs
+    write_sweep(out, "one", "2026-01-01T00:00:00", out)
+    newest = write_sweep(out, "two", "2026-01-02T00:00:00", out)
+    assert folder.find(folder.LATEST, out) == newest
+    uid = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: uid + 1)  # this user is now another one than the files'
+    line = one_line(idle_ws.main(*SWEEP, "resume=latest"))
+    assert f"resume: no sweep of yours under {out / 'multirun'} (2 of other users or outputs folders skipped)" in line
