@@ -92,11 +92,12 @@ class Owner:
             self._let_go()
 
 
-def _let_go(file: IO[str]) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        file.truncate(0)
-        file.flush()
-    file.close()  # and with it the flock
+def _let_go(file: IO[str], pid: int) -> None:
+    if os.getpid() == pid:  # a forked child's copy must not blank its parent's lock
+        with contextlib.suppress(OSError, ValueError):
+            file.truncate(0)
+            file.flush()
+    file.close()  # and with it the flock, once no copy of this descriptor is left
 
 
 def describe(holder: dict[str, Any]) -> str:
@@ -129,12 +130,13 @@ def own(sweep_dir: Path, key: str = "hydra.sweep.dir") -> Owner:
         json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S")})
     )
     file.flush()
-    owner._let_go = weakref.finalize(owner, _let_go, file)
+    owner._let_go = weakref.finalize(owner, _let_go, file, os.getpid())
     return owner
 
 
 def _holder(file: IO[str]) -> dict[str, Any]:
-    """What a lock file says of its owner; {} when empty (released cleanly) or unreadable."""
+    """What a lock file says of its owner: {} when empty (released cleanly), a pid of ``?`` when it
+    cannot be read."""
     file.seek(0)
     with contextlib.suppress(ValueError):
         data = json.loads(file.read() or "{}")
