@@ -136,3 +136,11 @@ def test_resume_latest_skips_another_users_sweeps(idle_ws, monkeypatch) -> None:
     monkeypatch.setattr(os, "getuid", lambda: uid + 1)  # this user is now another one than the files'
     line = one_line(idle_ws.main(*SWEEP, "resume=latest"))
     assert f"resume: no sweep of yours under {out / 'multirun'} (2 of other users or outputs folders skipped)" in line
+
+
+@pytest.mark.parametrize("case", ["symlink-loop", "a-file", "under-a-file", "under-proc"])
+def test_a_run_folder_that_cannot_be_one_is_one_line_and_exit_2(idle_ws, case) -> None:
+    path, words = bad_path(idle_ws.root, case)
+    line = one_line(idle_ws.main("drafter=none", "dry_run=true", f"hydra.run.dir={path}"))
+    assert f"invalid configuration: hydra.run.dir: {words}" in line, line
+    assert "Fix: give hydra.run.dir a folder you can write to" in line
