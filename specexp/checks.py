@@ -7,8 +7,10 @@ traceback after a server start, or someone else's server measured."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -55,13 +57,47 @@ def check_port(cfg: Config) -> None:
 
 
 # What specexp (and Hydra for it) leaves in the folders it makes.
-_SPECEXP_MARKS = {"run": (".hydra", "config.yaml", "results.json"), "sweep": ("sweep.json", "multirun.yaml")}
+_SPECEXP_MARKS = {
+    "run": (".hydra", "config.yaml", "results.json"),
+    "sweep": ("sweep.json", "multirun.yaml", "sweep.lock"),
+}
+
+
+def check_folder_path(key: str, path: Path) -> None:
+    """A folder specexp makes or writes into can be one: not a file, not under a file, no symlink
+    loop, and (when it is still to be made) a folder can be made where it would go (not /proc)."""
+    fix = f"give {key} a folder you can write to, or leave {key} at its default"
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        link = next((p for p in [path, *path.parents] if p.is_symlink() and not p.exists()), None)
+        if link is not None:
+            raise ConfigError(key, f"{link} is a link to {os.readlink(link)}, which does not exist", fix) from None
+        exists = False
+    except NotADirectoryError:
+        file = next((p for p in reversed([path, *path.parents]) if p.exists() and not p.is_dir()), path)
+        raise ConfigError(key, f"{file} is a file, so {path} cannot be a folder", fix) from None
+    except OSError as exc:  # a symlink loop (ELOOP), a name too long, no permission to look
+        raise ConfigError(key, f"{path} cannot be used as a folder: {exc.strerror}", fix) from None
+    else:
+        exists = True
+    if exists:
+        if not path.is_dir():
+            raise ConfigError(key, f"{path} is a file, not a folder", fix)
+        return
+    made = next((p for p in path.parents if p.exists()), path.parent)  # the folder new ones would be made in
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".specexp-", dir=made))
+    except OSError as exc:
+        why = exc.strerror if exc.errno != errno.ENOENT else "it takes no new folders"
+        raise ConfigError(key, f"{path} cannot be made: {made}: {why}", fix) from None
 
 
 def check_output_folder(key: str, path: Path, kind: str) -> None:
-    """A run or sweep folder given by hand: new, empty, or made by specexp before (a sweep's resumes
-    into it); a folder holding anything else (``/``, a home, a project) is refused before a byte is
-    written into it."""
+    """A run or sweep folder given by hand: a place a folder can be (``check_folder_path``), and new,
+    empty, or made by specexp before (a sweep's resumes into it); a folder holding anything else
+    (``/``, a home, a project) is refused before a byte is written into it."""
+    check_folder_path(key, path)
     if not path.is_dir():
         return
     entries = [p.name for p in path.iterdir()]

@@ -35,8 +35,8 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from specexp import atomic, live, redaction, servers, signals, tracking
-from specexp.config import Config
+from specexp import atomic, checks, live, redaction, servers, signals, tracking
+from specexp.config import Config, ConfigError
 from specexp.configstore import run_id, to_config
 from specexp.console import console, invalid_config_exits
 from specexp.point.plan import flat_params
@@ -73,6 +73,12 @@ class SweepRun:
     groups: int = 0  # the next server group's number (its folder under groups/)
     pending: list[PointResult] = field(default_factory=list)  # back from the launch in progress so far
     recorder: SweepRecorder | None = None
+    owner: folder.Owner | None = None  # this process's lock on the folder (a new folder: once it is made)
+
+    def release(self) -> None:
+        """The folder free for another process (the sweep has ended, or was refused)."""
+        if self.owner is not None:
+            self.owner.release()
 
     def points(self, live: Sequence[PointResult] = ()) -> list[PointResult]:
         """Every point of the sweep, earlier invocations', the launch in progress and ``live`` ones (a
@@ -252,11 +258,14 @@ class LaunchingSweeper(Sweeper):
 
     def new_run(self) -> SweepRun:
         """The sweep's folder and id: a new one, or (``resume=``, or a folder holding a sweep already)
-        the sweep to continue, with its results so far."""
+        the sweep to continue, with its results so far. A folder that exists is owned (locked) before
+        anything in it is read; a new one once it is made (``record``)."""
         with invalid_config_exits():
             resume = self.config.get("resume")
             sweep_dir = folder.find(resume, Path(str(self.config.outputs))) if resume else None
-        sweep_dir = sweep_dir or Path(self.config.hydra.sweep.dir)
+            sweep_dir = sweep_dir or Path(self.config.hydra.sweep.dir)
+            checks.check_folder_path("hydra.sweep.dir", sweep_dir)
+            owner = self.own(sweep_dir) if sweep_dir.is_dir() else None
         record = folder.read_record(sweep_dir)
         for job_dir, why in folder.broken(sweep_dir).items():  # measured again, like an unfinished attempt
             aside = runner.set_aside(job_dir)
@@ -271,12 +280,55 @@ class LaunchingSweeper(Sweeper):
             sweep_dir,
             next_job=folder.next_job(sweep_dir),
             groups=next_group(sweep_dir),
+            owner=owner,
         )
         if record is not None:
             run.earlier = list(folder.job_results(sweep_dir).values())
             done = sum(r.ok for r in folder.current(run.earlier))
-            console.print(f"resuming sweep {run.sweep_id} in {sweep_dir}: {done} point(s) finished ok already")
+            which = (
+                f" (resume=latest: the newest you started from {self.config.outputs})"
+                if resume == folder.LATEST
+                else ""
+            )
+            console.print(
+                f"resuming sweep {run.sweep_id} in {sweep_dir}{which}: {done} point(s) finished ok already",
+                soft_wrap=True,
+            )
         return run
+
+    @staticmethod
+    def own(sweep_dir: Path) -> folder.Owner:
+        """The folder's lock for this sweep (ConfigError: a live process owns it); a lock a dead
+        sweep left is taken over, and said."""
+        owner = folder.own(sweep_dir)
+        if owner.took_over is not None:
+            console.print(
+                f"{sweep_dir}: taken over from a sweep that is no longer running ({folder.describe(owner.took_over)})",
+                soft_wrap=True,
+            )
+        return owner
+
+    def _made(self, run: SweepRun) -> None:
+        """The sweep's folder made and owned (only now: a refused sweep leaves no folder). A folder
+        that was new at ``new_run`` and holds a sweep now was begun meanwhile by another process."""
+        with invalid_config_exits():
+            try:
+                run.sweep_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                fix = "give hydra.sweep.dir a folder you can write to"
+                raise ConfigError(
+                    "hydra.sweep.dir", f"cannot make {run.sweep_dir}: {exc.filename}: {exc.strerror}", fix
+                ) from None
+            if run.owner is None:
+                run.owner = self.own(run.sweep_dir)
+                begun = folder.read_record(run.sweep_dir)
+                if begun is not None or folder.next_job(run.sweep_dir) != run.next_job:
+                    run.release()
+                    raise ConfigError(
+                        "hydra.sweep.dir",
+                        f"another process began a sweep in {run.sweep_dir} meanwhile",
+                        "run again to resume it, or give another hydra.sweep.dir",
+                    )
 
     @staticmethod
     def _end(run: SweepRun, interrupted: bool) -> None:
@@ -307,8 +359,14 @@ class LaunchingSweeper(Sweeper):
     def record(self, run: SweepRun, first: Config, body: Callable[[SweepRun], None]) -> None:
         """Run ``body`` as the sweep, with a parent run (tracking checked first, before any server
         starts) and, whatever way it ends (done, failed, interrupted), no server left running and the
-        summary written."""
-        run.sweep_dir.mkdir(parents=True, exist_ok=True)  # only now: a refused sweep leaves no folder
+        summary written; the folder owned by this process throughout."""
+        try:
+            self._made(run)
+            self._record(run, first, body)
+        finally:
+            run.release()
+
+    def _record(self, run: SweepRun, first: Config, body: Callable[[SweepRun], None]) -> None:
         multirun = run.sweep_dir / "multirun.yaml"
         if not multirun.exists():  # a resumed sweep keeps the record of how it started
             try:

@@ -28,9 +28,13 @@ def run_grid(sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[
     """Plan, skip what a resumed sweep finished already, launch as server groups, record; SweepFailed
     when a point failed (1) or did not reach MLflow (3)."""
     run = sweeper.new_run()
-    with invalid_config_exits():
-        wanted = with_baselines(sweeper, expand(sweeper, params, sweeper.job_arguments(arguments)))
-        planned = sweeper.plan(wanted, run.sweep_id)
+    try:
+        with invalid_config_exits():
+            wanted = with_baselines(sweeper, expand(sweeper, params, sweeper.job_arguments(arguments)))
+            planned = sweeper.plan(wanted, run.sweep_id)
+    except BaseException:  # refused: the folder is free again at once
+        run.release()
+        raise
     jobs = sweeper.remaining(run, planned)
     first, what = sweeper.compose(planned[0].overrides), swept(wanted)
     run.name, run.params = sweep_name(first, what), sweep_params(first, what)
