@@ -8,8 +8,10 @@ order (specexp.sweep.runner) and returns their results.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import logging
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ from hydra.errors import ConfigCompositionException, MissingConfigException, Ove
 from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+from rich.markup import escape
 
 from specexp import checks, help, servers, signals
 from specexp.config import Config, ConfigError
@@ -131,24 +134,43 @@ def multirun_last(argv: list[str]) -> list[str]:
 INPUT_ERRORS = (ConfigCompositionException, OverrideParseException, MissingConfigException, OmegaConfBaseException)
 
 
+# Hydra's refusal of a sweep's value in a single run (hydra/_internal/config_loader_impl.py, 1.3): a
+# choice sweep (batch=1,4) is "ambiguous", a range or interval sweep "requires --multirun".
+SWEEP_IN_A_RUN = re.compile(r"^(?:Ambiguous value for argument|Sweep parameters) '(?P<override>.*)'")
+
+
 def input_message(exc: BaseException) -> str:
     """Hydra's or OmegaConf's complaint about the command line in one line: the key and what is
-    wrong with it, a group's options listed."""
+    wrong with it, a group's options listed, the setting meant by a misspelt key."""
     if isinstance(exc, MissingConfigException) and exc.options:
         group, _, name = (exc.missing_cfg_file or "").rpartition("/")
         return f"{group or 'config'}: no option {name!r}. Fix: use one of {', '.join(exc.options)}"
     if isinstance(exc, OverrideParseException):
         return f"cannot read the override {exc.override!r}: {' '.join(exc.message.split())}"
+    if isinstance(exc, ConfigCompositionException) and (sweep := SWEEP_IN_A_RUN.match(str(exc))):
+        override = sweep["override"]
+        return f"{override} is a sweep: add -m (python -m specexp {override} -m)"
     seen: BaseException | None = exc
     while seen is not None:
         key = getattr(seen, "full_key", None)
         if isinstance(seen, ConfigKeyError | ConfigAttributeError) and key:
-            return f"{key}: no such setting. Fix: check its name (python -m specexp --cfg job lists them)"
+            return f"{key}: no such setting. Fix: {nearest_setting(seen, str(key))}"
         if key:
             first = (str(getattr(seen, "msg", "") or seen).strip().splitlines() or [""])[0]
             return f"{key}: {first}. Fix: give {key} a value of its type (see --cfg job)"
         seen = seen.__cause__ or seen.__context__
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def nearest_setting(exc: OmegaConfBaseException, full_key: str) -> str:
+    """The "did you mean" of the declared key nearest the unknown one, among its siblings in the composed
+    config (at any depth: ``slo.ttft`` → ``slo.ttft_ms``); else where every key is listed."""
+    siblings = exc.parent_node.keys() if isinstance(exc.parent_node, DictConfig) else []
+    name = str(exc.key) if exc.key is not None else full_key.rpartition(".")[2]
+    prefix = full_key[: -len(name)] if full_key.endswith(name) else ""
+    near = difflib.get_close_matches(name, [str(k) for k in siblings if k != "hydra"], n=1)
+    every = "python -m specexp --cfg job lists them"
+    return f"did you mean {prefix}{near[0]}? ({every})" if near else f"check its name ({every})"
 
 
 FOLDER_KEYS = {"hydra.run.dir": "run", "hydra.sweep.dir": "sweep"}
@@ -177,5 +199,5 @@ def main() -> None:
         console.print(str(exc) or "interrupted", soft_wrap=True, markup=False)
         raise SystemExit(signals.EXIT_CODE) from None
     except INPUT_ERRORS as exc:  # the command line: a bad value, option or syntax
-        console.print(f"[red]invalid configuration[/red]: {input_message(exc)}", soft_wrap=True)
+        console.print(f"[red]invalid configuration[/red]: {escape(input_message(exc))}", soft_wrap=True)
         raise SystemExit(2) from None

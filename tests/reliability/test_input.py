@@ -51,8 +51,16 @@ def test_bad_input_from_a_real_process_is_one_line_and_exit_2(ws, case) -> None:
         (["+workload.num_promts=8"], "workload.num_promts: no such setting. Fix: did you mean workload.num_prompts?"),
         (["load=rate", "rate=inf", "load.max_concurrency=4"], "load.rate: inf is no arrival rate"),
         (["batch=1,abc", "-m"], "batch: Value 'abc' of type 'str' could not be converted to Integer"),
+        (["batch=1,4"], "invalid configuration: batch=1,4 is a sweep: add -m (python -m specexp batch=1,4 -m)"),
+        (["batch=range(1,5)"], "batch=range(1,5) is a sweep: add -m (python -m specexp batch=range(1,5) -m)"),
+        (["batchh=4"], "batchh: no such setting. Fix: did you mean batch?"),
+        (["slo.ttft=500"], "slo.ttft: no such setting. Fix: did you mean slo.ttft_ms?"),
+        (["engine.pythn=x"], "engine.pythn: no such setting. Fix: did you mean engine.python?"),
     ],
-    ids=["type", "float", "group-option", "syntax", "unknown-key", "undeclared-plus-key", "rate-inf", "sweep-type"],
+    ids=[
+        *("type", "float", "group-option", "syntax", "unknown-key", "undeclared-plus-key", "rate-inf", "sweep-type"),
+        *("sweep-without-m", "range-without-m", "near-key", "near-nested-key", "near-engine-key"),
+    ],
 )
 def test_bad_input_is_one_line_and_exit_2_and_leaves_no_folder(idle_ws, args, expected) -> None:
     line = one_line(idle_ws.main("drafter=none", *args))
