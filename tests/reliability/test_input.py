@@ -4,6 +4,7 @@ with exit 2, before anything starts or is written, and leaves no folder behind.
 The refusals call the app's entry point in this process (``idle_ws.main``); a few run it as a real
 ``python -m specexp`` to hold the exit code and the one line end to end."""
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -106,3 +107,34 @@ def test_a_batch_the_reference_engine_cannot_hold_is_refused_before_launch_namin
     assert "batch: the reference engine's KV cache for 10000000 requests of 32 tokens needs" in line, line
     assert "GiB available. Fix: use a batch (and engine.max_running_requests) of at most" in line
     assert not (idle_ws.outputs / "servers").exists(), "a server was started"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="this python has vLLM: nothing to refuse")
+def test_vllm_without_its_python_is_refused_before_launch(idle_ws) -> None:
+    line = one_line(idle_ws.main("drafter=none", "engine=vllm", "engine.python=null"))
+    assert line.startswith("invalid configuration: engine.python: unset, and specexp's own python has no vLLM."), line
+    assert "Fix: bash scripts/install_vllm_cpu.sh" in line and "a python with vLLM installed" in line
+    left_no_folder(idle_ws)
+
+
+def test_vllm_cpu_without_its_venv_is_refused_before_launch(idle_ws) -> None:
+    missing = idle_ws.root / "absent" / "bin" / "python"
+    line = one_line(idle_ws.main("drafter=none", "engine=vllm_cpu", f"engine.python={missing}", "batch=1,2", "-m"))
+    assert f"engine.python: no interpreter {missing} on this machine. Fix: bash scripts/install_vllm_cpu.sh" in line
+    left_no_folder(idle_ws)
+
+
+def test_sglang_without_its_python_is_refused_before_launch(idle_ws) -> None:
+    line = one_line(idle_ws.main("drafter=none", "engine=sglang", "engine.python=null"))
+    assert "engine.python: SGLang is not importable by" in line and "install_sglang_light.sh" in line
+    left_no_folder(idle_ws)
+
+
+@pytest.mark.parametrize(
+    ("engine", "server"), [("vllm", "vllm.entrypoints.openai.api_server"), ("sglang", "sglang.launch_server")]
+)
+def test_a_dry_run_needs_no_engine_python(idle_ws, engine, server) -> None:
+    """A dry run starts nothing: the README's commands print their plan on a machine without the engine."""
+    run = idle_ws.main("drafter=none", f"engine={engine}", "engine.python=null", "dry_run=true")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f'"{server}"' in run.stdout  # the server's argv, planned and not started
