@@ -164,6 +164,24 @@ def _default(f: dataclasses.Field) -> str:
     return str(value).replace("'", "").replace(", ", ",")  # one word: [100,1000]
 
 
+CONSTANT = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
+MODULE_NOTE = re.compile(r"\s*\(specexp\.[\w.<>]+\)")  # "(specexp.depth_schedule)": where the code is
+
+
+def spelled_out(text: str, cls: type) -> str:
+    """A schema comment as a ``--help`` reader needs it, in the words they type: a constant (``one of
+    WORKLOAD_KINDS``) as its values, ``None`` as ``null``, no pointer into the code (a source reader
+    follows those). Other capitals (NCCL_P2P_DISABLE) stay."""
+
+    def values(found: re.Match[str]) -> str:
+        value = getattr(inspect.getmodule(cls), found.group(), None)
+        if isinstance(value, tuple | list | frozenset) and value and all(isinstance(v, str) for v in value):
+            return ", ".join(value)
+        return found.group()
+
+    return MODULE_NOTE.sub("", CONSTANT.sub(values, text)).replace("None:", "null:")
+
+
 def schema_fields(prefix: str, cls: type, skip: Collection[str] = ()) -> list[tuple[str, str]]:
     """``prefix.field=default`` and its description for each field of ``cls`` a user sets, except
     ``skip`` and nested schemas (listed on their own)."""
@@ -172,7 +190,7 @@ def schema_fields(prefix: str, cls: type, skip: Collection[str] = ()) -> list[tu
     for f in dataclasses.fields(cls):
         if f.name in skip or f.name.startswith("_") or dataclasses.is_dataclass(f.default_factory):
             continue
-        text = WORDS.get(f"{prefix}{f.name}") or first_sentence(comments.get(f.name, ""))
+        text = spelled_out(WORDS.get(f"{prefix}{f.name}") or first_sentence(comments.get(f.name, "")), cls)
         rows.append((f"{prefix}{f.name}={_default(f)}", text))
     return rows
 
