@@ -22,7 +22,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 from rich.markup import escape
 
@@ -154,7 +154,7 @@ def input_message(exc: BaseException) -> str:
     while seen is not None:
         key = getattr(seen, "full_key", None)
         if isinstance(seen, ConfigKeyError | ConfigAttributeError) and key:
-            return f"{key}: no such setting. Fix: {nearest_setting(seen, str(key))}"
+            return unknown_key(seen, str(key))
         if key:
             first = (str(getattr(seen, "msg", "") or seen).strip().splitlines() or [""])[0]
             return f"{key}: {first}. Fix: give {key} a value of its type (see --cfg job)"
@@ -162,15 +162,36 @@ def input_message(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def nearest_setting(exc: OmegaConfBaseException, full_key: str) -> str:
-    """The "did you mean" of the declared key nearest the unknown one, among its siblings in the composed
-    config (at any depth: ``slo.ttft`` → ``slo.ttft_ms``); else where every key is listed."""
-    siblings = exc.parent_node.keys() if isinstance(exc.parent_node, DictConfig) else []
+NOT_SUGGESTED = {"hydra", *help.INTERNAL}  # Hydra's node, and the keys specexp's sweepers set
+
+
+def unknown_key(exc: OmegaConfBaseException, full_key: str) -> str:
+    """A key the composed config lacks, with the declared one meant: its nearest sibling (at any depth:
+    ``slo.ttft`` → ``slo.ttft_ms``), else the one setting anywhere whose name is nearest (``ttft_ms`` →
+    ``slo.ttft_ms``). A new entry of an open dict (``nccl.env.X``) takes a ``+``."""
+    parent = exc.parent_node if isinstance(exc.parent_node, DictConfig) else None
+    if parent is not None and OmegaConf.get_type(parent) is dict:
+        return f"{full_key}: no such entry yet. Fix: add it with +{full_key}=..."
     name = str(exc.key) if exc.key is not None else full_key.rpartition(".")[2]
     prefix = full_key[: -len(name)] if full_key.endswith(name) else ""
-    near = difflib.get_close_matches(name, [str(k) for k in siblings if k != "hydra"], n=1)
+    siblings = [str(k) for k in parent if f"{prefix}{k}" not in NOT_SUGGESTED] if parent is not None else []
+    meant = [prefix + n for n in difflib.get_close_matches(name, siblings, n=1)]
+    if not meant and parent is not None:
+        everywhere = list(setting_keys(parent._get_root()))  # OmegaConf's own walk up to the config's root
+        names = difflib.get_close_matches(name, {k.rpartition(".")[2] for k in everywhere}, n=1)
+        meant = [k for k in everywhere if names and k.rpartition(".")[2] == names[0]]
     every = "python -m specexp --cfg job lists them"
-    return f"did you mean {prefix}{near[0]}? ({every})" if near else f"check its name ({every})"
+    fix = f"did you mean {meant[0]}? ({every})" if len(meant) == 1 else f"check its name ({every})"
+    return f"{full_key}: no such setting. Fix: {fix}"
+
+
+def setting_keys(node: DictConfig, prefix: str = "") -> Iterator[str]:
+    """Every key of a composed config a user sets, groups and their fields; no open dict's entries."""
+    for key, value in node.items_ex(resolve=False):
+        if f"{prefix}{key}" not in NOT_SUGGESTED:
+            yield f"{prefix}{key}"
+            if isinstance(value, DictConfig) and OmegaConf.get_type(value) is not dict:
+                yield from setting_keys(value, f"{prefix}{key}.")
 
 
 FOLDER_KEYS = {"hydra.run.dir": "run", "hydra.sweep.dir": "sweep"}

@@ -57,10 +57,14 @@ def test_bad_input_from_a_real_process_is_one_line_and_exit_2(ws, case) -> None:
         (["batchh=4"], "batchh: no such setting. Fix: did you mean batch?"),
         (["slo.ttft=500"], "slo.ttft: no such setting. Fix: did you mean slo.ttft_ms?"),
         (["engine.pythn=x"], "engine.pythn: no such setting. Fix: did you mean engine.python?"),
+        (["ttft_ms=500"], "ttft_ms: no such setting. Fix: did you mean slo.ttft_ms?"),
+        (["batchh=1,4", "-m"], "batchh: no such setting. Fix: did you mean batch?"),
+        (["nccl.env.NCCL_ALGO=Ring"], "nccl.env.NCCL_ALGO: no such entry yet. Fix: add it with +nccl.env.NCCL_ALGO="),
     ],
     ids=[
         *("type", "float", "group-option", "syntax", "unknown-key", "undeclared-plus-key", "rate-inf", "sweep-type"),
         *("sweep-without-m", "range-without-m", "near-key", "near-nested-key", "near-engine-key"),
+        *("near-key-in-a-group", "near-key-in-a-sweep", "new-dict-entry"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_and_leaves_no_folder(idle_ws, args, expected) -> None:
