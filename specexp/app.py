@@ -12,9 +12,10 @@ import difflib
 import logging
 import os
 import re
+import shlex
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,17 +140,17 @@ INPUT_ERRORS = (ConfigCompositionException, OverrideParseException, MissingConfi
 SWEEP_IN_A_RUN = re.compile(r"^(?:Ambiguous value for argument|Sweep parameters) '(?P<override>.*)'")
 
 
-def input_message(exc: BaseException) -> str:
-    """Hydra's or OmegaConf's complaint about the command line in one line: the key and what is
-    wrong with it, a group's options listed, the setting meant by a misspelt key."""
+def input_message(exc: BaseException, argv: Sequence[str] = ()) -> str:
+    """Hydra's or OmegaConf's complaint about the command line (``argv``) in one line: the key and
+    what is wrong with it, a group's options listed, the setting meant by a misspelt key."""
     if isinstance(exc, MissingConfigException) and exc.options:
         group, _, name = (exc.missing_cfg_file or "").rpartition("/")
         return f"{group or 'config'}: no option {name!r}. Fix: use one of {', '.join(exc.options)}"
     if isinstance(exc, OverrideParseException):
         return f"cannot read the override {exc.override!r}: {' '.join(exc.message.split())}"
     if isinstance(exc, ConfigCompositionException) and (sweep := SWEEP_IN_A_RUN.match(str(exc))):
-        override = sweep["override"]
-        return f"{override} is a sweep: add -m (python -m specexp {override} -m)"
+        command = shlex.join(["python", "-m", "specexp", *(argv or [sweep["override"]]), "-m"])
+        return f"{sweep['override']} is a sweep: add -m ({command})"
     seen: BaseException | None = exc
     while seen is not None:
         key = getattr(seen, "full_key", None)
@@ -220,5 +221,5 @@ def main() -> None:
         console.print(str(exc) or "interrupted", soft_wrap=True, markup=False)
         raise SystemExit(signals.EXIT_CODE) from None
     except INPUT_ERRORS as exc:  # the command line: a bad value, option or syntax
-        console.print(f"[red]invalid configuration[/red]: {escape(input_message(exc))}", soft_wrap=True)
+        console.print(f"[red]invalid configuration[/red]: {escape(input_message(exc, sys.argv[1:]))}", soft_wrap=True)
         raise SystemExit(2) from None

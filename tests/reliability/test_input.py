@@ -52,8 +52,8 @@ def test_bad_input_from_a_real_process_is_one_line_and_exit_2(ws, case) -> None:
         (["+workload.num_promts=8"], "workload.num_promts: no such setting. Fix: did you mean workload.num_prompts?"),
         (["load=rate", "rate=inf", "load.max_concurrency=4"], "load.rate: inf is no arrival rate"),
         (["batch=1,abc", "-m"], "batch: Value 'abc' of type 'str' could not be converted to Integer"),
-        (["batch=1,4"], "invalid configuration: batch=1,4 is a sweep: add -m (python -m specexp batch=1,4 -m)"),
-        (["batch=range(1,5)"], "batch=range(1,5) is a sweep: add -m (python -m specexp batch=range(1,5) -m)"),
+        (["batch=1,4"], "invalid configuration: batch=1,4 is a sweep: add -m (python -m specexp "),
+        (["batch=range(1,5)"], "batch=range(1,5) is a sweep: add -m (python -m specexp "),
         (["batchh=4"], "batchh: no such setting. Fix: did you mean batch?"),
         (["slo.ttft=500"], "slo.ttft: no such setting. Fix: did you mean slo.ttft_ms?"),
         (["engine.pythn=x"], "engine.pythn: no such setting. Fix: did you mean engine.python?"),
@@ -142,3 +142,10 @@ def test_a_dry_run_needs_no_engine_python(idle_ws, engine, server) -> None:
     run = idle_ws.main("drafter=none", f"engine={engine}", "engine.python=null", "dry_run=true")
     assert run.returncode == 0, run.stderr[-3000:]
     assert f'"{server}"' in run.stdout  # the server's argv, planned and not started
+
+
+def test_a_sweep_without_m_is_answered_with_the_command_to_run(idle_ws) -> None:
+    """The whole command with -m, quoted for the shell, to copy as it stands."""
+    line = one_line(idle_ws.main("drafter=none,tiny", "batch=1,4", "engine.extra_args=[--a b]", fast=False))
+    command = "python -m specexp drafter=none,tiny batch=1,4 'engine.extra_args=[--a b]' -m"
+    assert line == f"invalid configuration: drafter=none,tiny is a sweep: add -m ({command})", line
