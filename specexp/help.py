@@ -24,6 +24,9 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from specexp.configstore import CONF_DIR, SWEEPS_DIR
 from specexp.sweep import validate
 
+# "(specexp.depth_schedule)" in a comment: where the code is, for its readers; --help leaves it out.
+MODULE_NOTE = re.compile(r"\s*\(specexp\.[\w.<>]+\)")
+
 
 def description(path: Path) -> str:
     """The first sentence of the file's leading comment (after ``# @package``), whole even where it
@@ -35,7 +38,7 @@ def description(path: Path) -> str:
             break  # the comment ends, or an indented example or a blank comment line starts
         if not body.startswith("@package"):
             text.append(body)
-    return first_sentence(" ".join(text))
+    return first_sentence(MODULE_NOTE.sub("", " ".join(text)))
 
 
 def preset_description(group: str, name: str) -> str:
@@ -165,7 +168,6 @@ def _default(f: dataclasses.Field) -> str:
 
 
 CONSTANT = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
-MODULE_NOTE = re.compile(r"\s*\(specexp\.[\w.<>]+\)")  # "(specexp.depth_schedule)": where the code is
 
 
 def spelled_out(text: str, cls: type) -> str:

@@ -99,3 +99,5 @@ def test_every_field_is_described_in_the_words_a_user_types() -> None:
     named = constants & set(re.findall(r"\b[A-Z][A-Z0-9_]+\b", text))
     assert not named, f"--help names code constants: {sorted(named)}"
     assert "None" not in text and "(specexp." not in text
+    assert "(specexp." not in help.groups()  # the options' descriptions: "The reference engine: PyTorch, ..."
+    assert help.preset_description("engine", "torch").startswith("The reference engine: PyTorch")
