@@ -8,11 +8,14 @@ order (specexp.sweep.runner) and returns their results.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import logging
 import os
+import re
+import shlex
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +23,9 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+from rich.markup import escape
 
 from specexp import checks, help, servers, signals
 from specexp.config import Config, ConfigError
@@ -131,24 +135,64 @@ def multirun_last(argv: list[str]) -> list[str]:
 INPUT_ERRORS = (ConfigCompositionException, OverrideParseException, MissingConfigException, OmegaConfBaseException)
 
 
-def input_message(exc: BaseException) -> str:
-    """Hydra's or OmegaConf's complaint about the command line in one line: the key and what is
-    wrong with it, a group's options listed."""
+# Hydra's refusal of a sweep's value in a single run (hydra/_internal/config_loader_impl.py, 1.3): a
+# choice sweep (batch=1,4) is "ambiguous", a range or interval sweep "requires --multirun".
+SWEEP_IN_A_RUN = re.compile(r"^(?:Ambiguous value for argument|Sweep parameters) '(?P<override>.*)'")
+
+
+def input_message(exc: BaseException, argv: Sequence[str] = ()) -> str:
+    """Hydra's or OmegaConf's complaint about the command line (``argv``) in one line: the key and
+    what is wrong with it, a group's options listed, the setting meant by a misspelt key."""
     if isinstance(exc, MissingConfigException) and exc.options:
         group, _, name = (exc.missing_cfg_file or "").rpartition("/")
         return f"{group or 'config'}: no option {name!r}. Fix: use one of {', '.join(exc.options)}"
     if isinstance(exc, OverrideParseException):
         return f"cannot read the override {exc.override!r}: {' '.join(exc.message.split())}"
+    if isinstance(exc, ConfigCompositionException) and (sweep := SWEEP_IN_A_RUN.match(str(exc))):
+        command = shlex.join(["python", "-m", "specexp", *(argv or [sweep["override"]]), "-m"])
+        return f"{sweep['override']} is a sweep: add -m ({command})"
     seen: BaseException | None = exc
     while seen is not None:
         key = getattr(seen, "full_key", None)
         if isinstance(seen, ConfigKeyError | ConfigAttributeError) and key:
-            return f"{key}: no such setting. Fix: check its name (python -m specexp --cfg job lists them)"
+            return unknown_key(seen, str(key))
         if key:
             first = (str(getattr(seen, "msg", "") or seen).strip().splitlines() or [""])[0]
             return f"{key}: {first}. Fix: give {key} a value of its type (see --cfg job)"
         seen = seen.__cause__ or seen.__context__
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+NOT_SUGGESTED = {"hydra", *help.INTERNAL}  # Hydra's node, and the keys specexp's sweepers set
+
+
+def unknown_key(exc: OmegaConfBaseException, full_key: str) -> str:
+    """A key the composed config lacks, with the declared one meant: its nearest sibling (at any depth:
+    ``slo.ttft`` → ``slo.ttft_ms``), else the one setting anywhere whose name is nearest (``ttft_ms`` →
+    ``slo.ttft_ms``). A new entry of an open dict (``nccl.env.X``) takes a ``+``."""
+    parent = exc.parent_node if isinstance(exc.parent_node, DictConfig) else None
+    if parent is not None and OmegaConf.get_type(parent) is dict:
+        return f"{full_key}: no such entry yet. Fix: add it with +{full_key}=..."
+    name = str(exc.key) if exc.key is not None else full_key.rpartition(".")[2]
+    prefix = full_key[: -len(name)] if full_key.endswith(name) else ""
+    siblings = [str(k) for k in parent if f"{prefix}{k}" not in NOT_SUGGESTED] if parent is not None else []
+    meant = [prefix + n for n in difflib.get_close_matches(name, siblings, n=1)]
+    if not meant and parent is not None:
+        everywhere = list(setting_keys(parent._get_root()))  # OmegaConf's own walk up to the config's root
+        names = difflib.get_close_matches(name, {k.rpartition(".")[2] for k in everywhere}, n=1)
+        meant = [k for k in everywhere if names and k.rpartition(".")[2] == names[0]]
+    every = "python -m specexp --cfg job lists them"
+    fix = f"did you mean {meant[0]}? ({every})" if len(meant) == 1 else f"check its name ({every})"
+    return f"{full_key}: no such setting. Fix: {fix}"
+
+
+def setting_keys(node: DictConfig, prefix: str = "") -> Iterator[str]:
+    """Every key of a composed config a user sets, groups and their fields; no open dict's entries."""
+    for key, value in node.items_ex(resolve=False):
+        if f"{prefix}{key}" not in NOT_SUGGESTED:
+            yield f"{prefix}{key}"
+            if isinstance(value, DictConfig) and OmegaConf.get_type(value) is not dict:
+                yield from setting_keys(value, f"{prefix}{key}.")
 
 
 FOLDER_KEYS = {"hydra.run.dir": "run", "hydra.sweep.dir": "sweep"}
@@ -177,5 +221,5 @@ def main() -> None:
         console.print(str(exc) or "interrupted", soft_wrap=True, markup=False)
         raise SystemExit(signals.EXIT_CODE) from None
     except INPUT_ERRORS as exc:  # the command line: a bad value, option or syntax
-        console.print(f"[red]invalid configuration[/red]: {input_message(exc)}", soft_wrap=True)
+        console.print(f"[red]invalid configuration[/red]: {escape(input_message(exc, sys.argv[1:]))}", soft_wrap=True)
         raise SystemExit(2) from None

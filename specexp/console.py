@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -20,11 +21,12 @@ console = live.console  # one console on stderr: lines printed through it keep c
 
 @contextmanager
 def invalid_config_exits() -> Iterator[None]:
-    """A ConfigError becomes one red line and exit code 2: bad input stops before any server starts."""
+    """A ConfigError becomes one red line and exit code 2: bad input stops before any server starts.
+    Its text is no markup: ``pip install 'specexp[datasets]'`` keeps its brackets."""
     try:
         yield
     except ConfigError as exc:
-        console.print(f"[red]invalid configuration[/red]: {exc}", soft_wrap=True)
+        console.print(f"[red]invalid configuration[/red]: {escape(str(exc))}", soft_wrap=True)
         raise SystemExit(2) from None
 
 

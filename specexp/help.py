@@ -24,6 +24,9 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from specexp.configstore import CONF_DIR, SWEEPS_DIR
 from specexp.sweep import validate
 
+# "(specexp.depth_schedule)" in a comment: where the code is, for its readers; --help leaves it out.
+MODULE_NOTE = re.compile(r"\s*\(specexp\.[\w.<>]+\)")
+
 
 def description(path: Path) -> str:
     """The first sentence of the file's leading comment (after ``# @package``), whole even where it
@@ -35,7 +38,7 @@ def description(path: Path) -> str:
             break  # the comment ends, or an indented example or a blank comment line starts
         if not body.startswith("@package"):
             text.append(body)
-    return first_sentence(" ".join(text))
+    return first_sentence(MODULE_NOTE.sub("", " ".join(text)))
 
 
 def preset_description(group: str, name: str) -> str:
@@ -164,6 +167,23 @@ def _default(f: dataclasses.Field) -> str:
     return str(value).replace("'", "").replace(", ", ",")  # one word: [100,1000]
 
 
+CONSTANT = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
+
+
+def spelled_out(text: str, cls: type) -> str:
+    """A schema comment as a ``--help`` reader needs it, in the words they type: a constant (``one of
+    WORKLOAD_KINDS``) as its values, ``None`` as ``null``, no pointer into the code (a source reader
+    follows those). Other capitals (NCCL_P2P_DISABLE) stay."""
+
+    def values(found: re.Match[str]) -> str:
+        value = getattr(inspect.getmodule(cls), found.group(), None)
+        if isinstance(value, tuple | list | frozenset) and value and all(isinstance(v, str) for v in value):
+            return ", ".join(value)
+        return found.group()
+
+    return MODULE_NOTE.sub("", CONSTANT.sub(values, text)).replace("None:", "null:")
+
+
 def schema_fields(prefix: str, cls: type, skip: Collection[str] = ()) -> list[tuple[str, str]]:
     """``prefix.field=default`` and its description for each field of ``cls`` a user sets, except
     ``skip`` and nested schemas (listed on their own)."""
@@ -172,7 +192,7 @@ def schema_fields(prefix: str, cls: type, skip: Collection[str] = ()) -> list[tu
     for f in dataclasses.fields(cls):
         if f.name in skip or f.name.startswith("_") or dataclasses.is_dataclass(f.default_factory):
             continue
-        text = WORDS.get(f"{prefix}{f.name}") or first_sentence(comments.get(f.name, ""))
+        text = spelled_out(WORDS.get(f"{prefix}{f.name}") or first_sentence(comments.get(f.name, "")), cls)
         rows.append((f"{prefix}{f.name}={_default(f)}", text))
     return rows
 

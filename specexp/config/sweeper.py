@@ -20,7 +20,7 @@ class TuneConf:
     # The Optuna study's name in its storage (a second run with the same name resumes it).
     study_name: str = "specexp"
     direction: Any = "maximize"  # or a list, one per objective
-    objective: Any = "output_throughput"  # a metric key (specexp.metrics.registry), or a list of them
+    objective: Any = "output_throughput"  # a metric key (docs/METRICS.md lists them), or a list of them
     constraints: list[str] = field(default_factory=list)  # e.g. ["ttft_ms_p99 <= 500"]
     # Optuna's sampler: tpe, random, grid, bruteforce, nsga2, cmaes, qmc or gp.
     sampler: str = "tpe"

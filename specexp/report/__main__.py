@@ -12,7 +12,7 @@ from mlflow import MlflowClient
 from specexp.report.analysis import apply
 from specexp.report.compare import compare_report
 from specexp.report.crossover_map import draw_map
-from specexp.report.fetch import LATEST, Sweep, SweepNotFound, fetch_sweep
+from specexp.report.fetch import LATEST, Sweep, SweepNotFound, fetch_sweep, folder_record
 from specexp.report.markdown import map_markdown, sweep_report
 from specexp.report.plots import make_plots
 from specexp.report.study import DEPTH_PLOT, best_per_batch, depth_plot
@@ -22,8 +22,14 @@ from specexp.report.verdict import verdicts
 EPILOG = """examples:
   python -m specexp.report                        # the newest sweep or study in outputs/mlflow.db
   python -m specexp.report 2024-01-01_10-00-00-1a2b3c   # a sweep id
+  python -m specexp.report outputs/multirun/2024-01-01_10-00-00-1a2b3c   # a sweep's or study's folder
   python -m specexp.report --compare SWEEP_A SWEEP_B   # e.g. before/after an NCCL change
-A sweep is named by its sweep id (tag specexp.sweep_id), its parent run's name or id, or "latest"."""
+A sweep is named by its folder, its sweep id (tag specexp.sweep_id), its parent run's name or id, or
+"latest". A folder's sweep.json says which store holds it, unless --tracking-uri says otherwise."""
+
+
+DEFAULT_URI = "sqlite:///outputs/mlflow.db"
+DEFAULT_EXPERIMENT = "specexp"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -38,8 +44,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--compare", nargs=2, metavar=("A", "B"), help="compare two sweeps: ratios B/A of the headline metrics"
     )
-    p.add_argument("--tracking-uri", default="sqlite:///outputs/mlflow.db", help="MLflow store (default: %(default)s)")
-    p.add_argument("--experiment", default="specexp", help="MLflow experiment (default: %(default)s)")
+    p.add_argument("--tracking-uri", help=f"MLflow store (default: a folder's own, else {DEFAULT_URI})")
+    p.add_argument("--experiment", help=f"MLflow experiment (default: a folder's own, else {DEFAULT_EXPERIMENT})")
     p.add_argument("--out", type=Path, help="where to write the report (default: outputs/reports/<sweep>)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG and HTML plots")
     return p
@@ -83,8 +89,28 @@ def report(sweep: Sweep, out: Path, plots: bool) -> str:
     return text
 
 
+def by_folder(args: argparse.Namespace) -> argparse.Namespace:
+    """The sweeps named by folder turned into their ids, and the store and experiment (where the
+    command line leaves them out) taken from the first such folder's record."""
+    refs = args.compare or [args.sweep]
+    records = [folder_record(ref) for ref in refs]
+    tracking = next((r.get("tracking") or {} for r in records if r), {})
+    refs = [r["sweep_id"] if r else ref for ref, r in zip(refs, records, strict=True)]
+    return argparse.Namespace(
+        **{
+            **vars(args),
+            **({"compare": refs} if args.compare else {"sweep": refs[0]}),
+            "tracking_uri": args.tracking_uri or tracking.get("uri") or DEFAULT_URI,
+            "experiment": args.experiment or tracking.get("experiment") or DEFAULT_EXPERIMENT,
+        }
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    try:
+        args = by_folder(parser().parse_args(argv))
+    except SweepNotFound as exc:
+        sys.exit(str(exc))
     if missing := _missing_store(args.tracking_uri):
         sys.exit(f"no MLflow store at {missing} (run a sweep first, or pass --tracking-uri)")
     mlflow = MlflowClient(tracking_uri=args.tracking_uri)

@@ -6,7 +6,10 @@ report works from the parent run and its children alone, offline on a sqlite sto
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from mlflow import MlflowClient
 from mlflow.entities import Run
@@ -17,6 +20,7 @@ from specexp.result import PointResult
 from specexp.tracking import PARENT_ROLE
 
 LATEST = "latest"
+SWEEP_RECORD = "sweep.json"  # what a sweep's or study's folder records of it (specexp.sweep.folder)
 _PARENTS = f"tags.`specexp.role` = '{PARENT_ROLE}'"
 # Ways to name a sweep, tried in order.
 _REFS = ("tags.`specexp.sweep_id` = '{}'", "attributes.run_name = '{}'", "attributes.run_id = '{}'")
@@ -70,6 +74,21 @@ def find_sweep_parent(mlflow: MlflowClient, exp_id: str, ref: str) -> Run:
     if ref == LATEST:
         raise SweepNotFound("no sweep in this experiment yet (a multirun creates one: python -m specexp ... -m)")
     raise SweepNotFound(f"no sweep matches {ref!r} (tried sweep id, run name and run id)")
+
+
+def folder_record(ref: str) -> dict[str, Any] | None:
+    """The record of the sweep or study whose folder ``ref`` names (outputs/multirun/<id>: its sweep
+    id, its tracking store); None when ``ref`` names no folder (an id, a run name)."""
+    folder = Path(ref).expanduser()
+    if not folder.is_dir():
+        return None
+    path = folder / SWEEP_RECORD
+    if not path.is_file():
+        raise SweepNotFound(
+            f"{ref}: no {SWEEP_RECORD} in this folder, so it is no sweep's or study's folder; "
+            "give one under outputs/multirun, or a sweep id"
+        )
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def point_of(run: Run) -> PointResult:

@@ -9,6 +9,7 @@ import pytest
 from specexp import tracking
 from specexp.config import TrackingConfig
 from specexp.report.__main__ import main
+from specexp.sweep.folder import write_record
 
 SPEEDUPS = {1: 2.0, 2: 1.5, 4: 1.2, 8: 0.8, 16: 0.5}
 
@@ -150,3 +151,32 @@ def test_help_names_the_ways_to_pick_a_sweep(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "--compare A B" in capsys.readouterr().out
+
+
+def sweep_folder(root: Path, name: str, record: dict) -> Path:
+    """A sweep's or study's folder as the sweep leaves it: its record, sweep.json."""
+    folder = root / "multirun" / name
+    folder.mkdir(parents=True)
+    write_record(folder, record)
+    return folder
+
+
+def test_a_sweep_or_study_named_by_its_folder(store: dict, tmp_path: Path, capsys) -> None:
+    tracking = {"uri": store["uri"], "experiment": "specexp"}
+    sweep = sweep_folder(tmp_path, "sweep-a", {"sweep_id": "sweep-a", "kind": "grid", "tracking": tracking})
+    # the store is the folder's own: no --tracking-uri needed
+    assert main([str(sweep), "--out", str(tmp_path / "a"), "--no-plots"]) == 0
+    assert "# Sweep sweep-a" in capsys.readouterr().out
+    study = sweep_folder(tmp_path, "renamed", {"sweep_id": "study-c", "kind": "study", "tracking": tracking})
+    assert "# Study study-c" in run(store, capsys, str(study), "--out", str(tmp_path / "c"), "--no-plots")
+    out = run(store, capsys, "--compare", str(sweep), "sweep-b", "--out", str(tmp_path / "ab"))
+    assert "- `nccl.name`: default → pcie" in out
+
+
+def test_a_folder_that_holds_no_sweep_says_so(store: dict, tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--tracking-uri", store["uri"], str(tmp_path)])
+    assert str(exited.value) == (
+        f"{tmp_path}: no sweep.json in this folder, so it is no sweep's or study's folder; "
+        "give one under outputs/multirun, or a sweep id"
+    )

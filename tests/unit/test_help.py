@@ -79,3 +79,25 @@ def test_descriptions_that_run_over_lines_are_never_cut(help_text) -> None:
     assert "whatever is in flight, as a deployment sees them." in help_text  # load=rate
     assert "(Poisson arrivals, at most 16 in flight; two server launches)." in help_text  # +sweep=rate_matrix
     assert 'e.g. ["ttft_ms_p99 <= 500"]' in help_text  # "e.g." ends no sentence
+
+
+def test_every_field_is_described_in_the_words_a_user_types() -> None:
+    """No constant's name ("one of WORKLOAD_KINDS"), no Python None, no pointer into the code: the
+    choices themselves, null, and what the setting does (called in this process: no subprocess)."""
+    import inspect
+
+    from specexp import config, help
+    from specexp.engines import ENGINES
+
+    text = help.fields()
+    assert "workload.kind=random" in text and "one of random, builtin, jsonl, sharegpt, mtbench, hf, humaneval" in text
+    assert "one of closed, rate" in text
+    modules = [getattr(config, m) for m in ("engine", "measure", "root", "sweeper", "workload")]
+    modules += [inspect.getmodule(e.config_class) for e in ENGINES.values()]
+    constants = {name for module in modules for name in vars(module) if name.isupper()}
+    assert {"WORKLOAD_KINDS", "LOAD_KINDS", "DTYPES"} <= constants
+    named = constants & set(re.findall(r"\b[A-Z][A-Z0-9_]+\b", text))
+    assert not named, f"--help names code constants: {sorted(named)}"
+    assert "None" not in text and "(specexp." not in text
+    assert "(specexp." not in help.groups()  # the options' descriptions: "The reference engine: PyTorch, ..."
+    assert help.preset_description("engine", "torch").startswith("The reference engine: PyTorch")
