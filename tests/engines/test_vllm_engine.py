@@ -357,7 +357,7 @@ def test_preflight_skips_without_vllm(tmp_path):
         f"vLLM preflight skipped in {sys.executable}: cannot import vLLM's parser: No module named 'vllm'"
     ]
     cfg.engine.python = str(tmp_path / "missing" / "python")
-    with pytest.raises(ConfigError, match="engine.python: no interpreter .* on this machine"):
+    with pytest.raises(ConfigError, match=r"engine\.python: no interpreter .* on this machine"):
         preflight(cfg)
     assert VllmEngine().version(cfg) is None
 
