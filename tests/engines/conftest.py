@@ -61,6 +61,7 @@ class SharedVllm:
 
 
 _shared: list[SharedVllm] = []  # the session's server, for the hook below
+_pending: set[int] = set()  # the tests still to use it (ids: xdist renames node ids after collection)
 
 
 @pytest.fixture(scope="session")
@@ -80,6 +81,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     server is up only while they run (their own order is kept: chat and the drafters start with
     drafter=tiny, the drafters and the server-truth test end with drafter=none)."""
     users = [item for item in items if FIXTURE in getattr(item, "fixturenames", ())]
+    _pending.update(map(id, users))
     if len(users) < 2:
         return
     last, ids = items.index(users[-1]), {id(item) for item in users}
@@ -88,9 +90,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Stop the shared server once no test left to run uses it."""
+    """Stop the shared server once no test left to run here uses it (under pytest-xdist all of them
+    run on one worker, in one group: tests/conftest.py)."""
     if not _shared or FIXTURE not in getattr(item, "fixturenames", ()):
         return
-    later = item.session.items[item.session.items.index(nextitem) :] if nextitem else []
-    if not any(FIXTURE in getattr(other, "fixturenames", ()) for other in later):
+    _pending.intersection_update(map(id, item.session.items))  # after -k, -m
+    _pending.discard(id(item))
+    if not _pending or nextitem is None:
         _shared[0].stop()
