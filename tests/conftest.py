@@ -22,7 +22,8 @@ from hydra import compose, initialize_config_dir
 from mlflow import MlflowClient
 
 from specexp.config import Config
-from specexp.configstore import CONF_DIR, register, to_config
+from specexp.configstore import CONF_DIR, register, to_config, to_job
+from specexp.context import RunContext
 from specexp.models.tiny import ensure_tiny
 from tests.support import inprocess, store
 
@@ -45,6 +46,17 @@ def make_config() -> Callable[..., Config]:
     def make(*overrides: str) -> Config:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return to_config(compose("config", overrides=list(overrides)))
+
+    return make
+
+
+@pytest.fixture
+def make_job() -> Callable[..., tuple[Config, RunContext]]:
+    """``make_config``, with the run-time context a job's entry point builds (a sweeper's ``++run.*``)."""
+
+    def make(*overrides: str) -> tuple[Config, RunContext]:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return to_job(compose("config", overrides=list(overrides)))
 
     return make
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from specexp.config import Config, ConfigError, EngineConfig
+from specexp.context import Launch
 from specexp.engines.base import Command, Engine
 from specexp.engines.sglang import SglangEngine
 from specexp.engines.sglang import acceptance as sglang_acceptance
@@ -139,7 +140,7 @@ class ExternalEngine(Engine):
     def for_config(cls, cfg: Config) -> ExternalEngine:
         return cls(cfg)
 
-    def command(self, cfg: Config, port: int) -> Command | None:
+    def command(self, cfg: Config, port: int, launch: Launch | None = None) -> Command | None:
         return None
 
     def endpoint(self, cfg: Config, port: int) -> str:

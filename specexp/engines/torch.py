@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specexp.config import Config, ConfigError, EngineConfig
+from specexp.context import Launch
 from specexp.engines.base import Command, Engine
 from specexp.engines.sglang import acceptance as sglang_acceptance
 from specexp.metrics.acceptance import AcceptanceCounts
@@ -59,8 +60,9 @@ class TorchEngine(Engine):
     ready_path = "/health"
     counter_prefix = "specexp:"
 
-    def command(self, cfg: Config, port: int) -> Command:
+    def command(self, cfg: Config, port: int, launch: Launch | None = None) -> Command:
         e: TorchEngineConfig = cfg.engine
+        launch = launch or Launch.of(cfg)
         argv = [
             *self.python(cfg),
             "-m",
@@ -68,13 +70,13 @@ class TorchEngine(Engine):
             "--model",
             cfg.model.path,
             "--served-model-name",
-            cfg.model.api_name,
+            launch.served_name,
             "--host",
             e.host,
             "--port",
             str(port),
             "--max-running-requests",
-            str(cfg.capacity),
+            str(launch.capacity),
             "--num-continuous-decode-steps",
             str(cfg.decode),
             "--device",

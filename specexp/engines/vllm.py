@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specexp.config import Config, ConfigError, DrafterConfig, EngineConfig
+from specexp.context import Launch
 from specexp.engines.base import Command, Engine
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ class VllmEngine(Engine):
     config_class = VllmEngineConfig
     counter_prefix = "vllm:"
 
-    def server_args(self, cfg: Config, port: int) -> list[str]:
+    def server_args(self, cfg: Config, port: int, launch: Launch) -> list[str]:
         """The api_server's arguments: every setting specexp sweeps, then engine.extra_args (last wins)."""
         e: VllmEngineConfig = cfg.engine
         m = cfg.model
@@ -197,7 +198,7 @@ class VllmEngine(Engine):
             "--model",
             m.path,
             "--served-model-name",
-            m.api_name,
+            launch.served_name,
             "--host",
             e.host,
             "--port",
@@ -205,7 +206,7 @@ class VllmEngine(Engine):
             "--tensor-parallel-size",
             str(m.tp),
             "--max-num-seqs",
-            str(cfg.capacity),
+            str(launch.capacity),
             "--dtype",
             e.dtype,
         ]
@@ -231,9 +232,9 @@ class VllmEngine(Engine):
             defaults |= OFFLINE_ENV
         return {k: v for k, v in defaults.items() if k not in os.environ}
 
-    def command(self, cfg: Config, port: int) -> Command:
+    def command(self, cfg: Config, port: int, launch: Launch | None = None) -> Command:
         return Command(
-            argv=[*self.python(cfg), "-m", SERVER_MODULE, *self.server_args(cfg, port)],
+            argv=[*self.python(cfg), "-m", SERVER_MODULE, *self.server_args(cfg, port, launch or Launch.of(cfg))],
             env={**self.server_env_defaults(cfg), **self.server_env(cfg)},
         )
 

@@ -14,6 +14,7 @@ import aiohttp
 
 from specexp import live, servers
 from specexp.config import Config
+from specexp.context import RunContext
 from specexp.engines.base import Engine
 from specexp.load.arrivals import arrival_times
 from specexp.load.client import run_closed_loop, run_open_loop
@@ -65,6 +66,7 @@ class Session:
     request shape and prompt stream."""
 
     cfg: Config
+    run: RunContext
     engine: Engine
     srv: servers.Server
     http: aiohttp.ClientSession
@@ -81,6 +83,7 @@ class Session:
 
 async def measure_windows(
     cfg: Config,
+    run: RunContext,
     engine: Engine,
     srv: servers.Server,
     stream: str,
@@ -99,14 +102,14 @@ async def measure_windows(
     timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(headers=engine.headers(cfg), timeout=timeout, connector=connector) as http:
-        session = Session(cfg, engine, srv, http, shape, stream)
+        session = Session(cfg, run, engine, srv, http, shape, stream)
         # each warm-up record joins ``received`` as it ends (a point that ends in warm-up keeps them), and
         # is kept in records.jsonl (marked warmup) with the first window's, in no metric
         warmed = await _warm_up(session, received.append)
         start = time.monotonic()
         while more_windows([m.metrics.get(TREND_KEY, 0.0) for m in windows], cfg.measure, time.monotonic() - start):
             index = len(windows)
-            items = make_prompts(w, w.measured(cfg.streams), f"{stream}/window{index}")
+            items = make_prompts(w, w.measured(cfg.streams), f"{stream}/window{index}", tokenizer=run.length_tokenizer)
             with window():
                 records, before, after, context = await _one_window(session, items, index, received)
             for record in records:
@@ -122,13 +125,15 @@ async def _warm_up(session: Session, keep: Callable[[RequestRecord], None]) -> l
     """``workload.warmup`` requests, then whole windows at the point's concurrency: all discarded
     from the metrics; each record passed to ``keep`` as it ends."""
     cfg, w = session.cfg, session.cfg.workload
-    warm = make_prompts(w, w.warmups(cfg.streams), f"{session.stream}/warmup", warmup=True)
+    warm = make_prompts(w, w.warmups(cfg.streams), f"{session.stream}/warmup", True, session.run.length_tokenizer)
     warmed: list[RequestRecord] = []
     if warm:
         load = _closed_loop(session, warm, cfg.streams, keep, warmup=True)
         warmed = await session.watched(load, "during warm-up")
     for k in range(cfg.measure.warmup_windows):
-        items = make_prompts(w, w.measured(cfg.streams), f"{session.stream}/warmup-window{k}", warmup=True)
+        items = make_prompts(
+            w, w.measured(cfg.streams), f"{session.stream}/warmup-window{k}", True, session.run.length_tokenizer
+        )
         warmed += await session.watched(
             _closed_loop(session, items, cfg.streams, keep, warmup=True), "during a warm-up window"
         )
@@ -192,11 +197,11 @@ def _window_load(
     the window's end by fillers (specexp.load.client)."""
     cfg, s = session.cfg, session
     if cfg.load.kind == "rate":
-        seed = (cfg.load.seed, cfg.repeat, index)
+        seed = (cfg.load.seed, s.run.repeat, index)
         arrivals = arrival_times(len(items), cfg.load.rate, cfg.load.burstiness, seed)
         cap = cfg.load.max_concurrency
         return run_open_loop(s.http, s.srv.base_url, s.shape, items, arrivals, cap, s.engine.observe, keep)
-    fill = make_prompts(cfg.workload, cfg.batch, f"{s.stream}/window{index}/fill")
+    fill = make_prompts(cfg.workload, cfg.batch, f"{s.stream}/window{index}/fill", tokenizer=s.run.length_tokenizer)
     return _closed_loop(session, items, cfg.batch, keep, fill=fill)
 
 

@@ -24,6 +24,7 @@ from specexp.config import (
     TrackingConfig,
     WorkloadConfig,
 )
+from specexp.context import Launch, RunContext
 from specexp.engines import counters
 from specexp.engines.vllm import SERVER_MODULE, VllmEngine, VllmEngineConfig
 from specexp.load.client import stream_one
@@ -214,8 +215,8 @@ def test_client_counts_the_captured_stream_exactly():
 
 
 def test_argv_without_speculation():
-    cfg = make_cfg(batch=4, max_batch=16, model={"max_model_len": 2048, "tp": 2, "served_name": "t"})
-    cmd = VllmEngine().command(cfg, 8123)
+    cfg = make_cfg(batch=4, model={"max_model_len": 2048, "tp": 2, "served_name": "t"})
+    cmd = VllmEngine().command(cfg, 8123, Launch.of(cfg, RunContext(max_batch=16)))
     argv = cmd.argv
     assert argv[:3] == [sys.executable, "-m", SERVER_MODULE]  # engine.python null: specexp's interpreter
     assert flag(argv, "--model") == "/ckpt/target"
