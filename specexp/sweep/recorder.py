@@ -24,6 +24,7 @@ from specexp.console import console, points_table
 from specexp.metrics.registry import table_keys
 from specexp.point.upload import ERROR_TAG, upload_saved
 from specexp.report.analysis import METHOD_TAG, apply
+from specexp.report.html_report import write_report
 from specexp.report.markdown import points_markdown
 from specexp.report.summary import TRIAL, summary_rows, write_csv
 from specexp.report.verdict import METHODS_LEAD, verdicts
@@ -204,6 +205,8 @@ class SweepRecorder:
             console.print(f"[red]the sweep's folder is incomplete[/red]: {self.disk_error}", soft_wrap=True)
         files = [self.sweep_dir / n for n in ("summary.csv", "verdict.txt", "multirun.yaml")]
         files += [*(extra_files or []), *plots]
+        with self._writing():  # the verdict, table and figures in one page that opens offline
+            files.append(write_report(self.sweep_dir, rows, words, self.settings, cross, files))
         self._publish(rows, speedups, cross, words, extra_metrics or {}, files, status)
         on_disk = [r for r in rows if r.job_dir and r.status != "dry_run"]
         self.untracked |= self.tracking.enabled and any(r.run_id is None for r in on_disk)
