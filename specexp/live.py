@@ -11,6 +11,7 @@ their own: each thread's point is its own (``_here``), and one lock guards the s
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -23,8 +24,9 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
 from specexp.records import RequestRecord
 
-# Tables are meant to be pasted: keep them wide when the output is a file or a pipe.
-console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+# Tables are meant to be pasted: keep them wide when the output is a file or a pipe, unless COLUMNS
+# says how wide (a terminal's width, or COLUMNS, is what tables fit: specexp.console.PointsTable).
+console = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 200)
 
 
 def live() -> bool:

@@ -39,13 +39,15 @@ def finished_sweep(sweep_dir: Path, cfg: TrackingConfig | None = None, kind: str
     sweep_dir.mkdir(parents=True, exist_ok=True)
     name = "torch/tiny: drafter none,tiny × batch 1–16"
     recorder = SweepRecorder.start(cfg, sweep_dir.parent, "2026-12-03_10-00-00-abcdef", sweep_dir, kind, name, {})
-    recorder.finish(points(sweep_dir), interrupted=False, show=False)
+    recorder.finish(points(sweep_dir), interrupted=False)
     return recorder
 
 
-def test_a_finished_sweep_writes_its_page_beside_its_summary(tmp_path: Path) -> None:
+def test_a_finished_sweep_writes_its_page_beside_its_summary(tmp_path: Path, capsys) -> None:
     sweep_dir = tmp_path / "sweep"
     finished_sweep(sweep_dir)
+    printed = " ".join(capsys.readouterr().err.split())
+    assert "95% CI [lo, hi]: speedups" in printed  # the verdict's methods line, printed as written (no markup)
     assert (sweep_dir / "summary.csv").is_file()
     text = (sweep_dir / REPORT).read_text(encoding="utf-8")
     assert "<title>Sweep 2026-12-03_10-00-00-abcdef: torch/tiny: drafter none,tiny × batch 1–16</title>" in text
