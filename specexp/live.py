@@ -117,6 +117,15 @@ def point_started(number: int, label: str, windows: int) -> None:
         if live():
             _display.say(f"{state.name(_display.total)} · started")
             state.task = _display._progress().add_task(state.name(_display.total), total=None, status="starting")
+            _holds(state)
+
+
+def _holds(state: PointState) -> None:
+    """``state``'s point holds the machine now. Points in progress side by side are arms taking turns
+    (specexp.sweep.turns), one at a time: any other still before its first window waits its turn."""
+    for other in _display.points:
+        if other is not state and other.window == 0 and other.task is not None and _display.progress is not None:
+            _display.progress.update(other.task, status="waiting its turn")
 
 
 def point_ended(status: str, summary: str) -> None:
@@ -183,6 +192,7 @@ def window(requests: int) -> Iterator[Callable[[RequestRecord], None]]:
         description = f"{state.name(_display.total)} · window {asked}"
         if state.task is not None and _display.progress is not None:
             _display.progress.update(state.task, description=description, total=requests, completed=0, status="")
+        _holds(state)
 
     def on_done(record: RequestRecord) -> None:
         with _display.lock:
