@@ -79,7 +79,7 @@ def points_table(rows: Sequence[PointResult], chosen: Sequence[str], sweep_dir: 
     flats = summary_rows(list(rows), chosen)
     keys = table_keys(flats)
     trials = ["trial"] if any("trial" in flat for flat in flats) else []
-    heads = ["point", "config", *trials, *chosen, load_header(flats), *(header(k) for k in keys), "status"]
+    heads = ["folder", "config", *trials, *chosen, load_header(flats), *(header(k) for k in keys), "status"]
     lines = ["<tr>" + "".join(f"<th>{_e(h)}</th>" for h in [*heads, "MLflow"]) + "</tr>"]
     for number, (row, flat) in enumerate(zip(rows, flats, strict=True), 1):
         where = _folder(row, sweep_dir)
@@ -100,19 +100,15 @@ def points_table(rows: Sequence[PointResult], chosen: Sequence[str], sweep_dir: 
 def differing(rows: Sequence[PointResult]) -> dict[str, list[str]]:
     """The settings that take more than one value across the points (the load included), each value
     once, in the order the points ran."""
-    found: dict[str, dict[str, None]] = {}
     every = [dict(settings(r)) for r in rows]
-    for key in sorted({k for d in every for k in d}):
-        values = dict.fromkeys(d.get(key, "-") for d in every)
-        if len(values) > 1:
-            found[key] = values
-    return {k: list(v) for k, v in found.items()}
+    values = {k: list(dict.fromkeys(d.get(k, "-") for d in every)) for k in sorted({k for d in every for k in d})}
+    return {k: v for k, v in values.items() if len(v) > 1}
 
 
 def _settings_section(rows: Sequence[PointResult]) -> str:
     found = differing(rows)
     if not found:
-        return "<p>Every point has the same settings but its load.</p>"
+        return "<p>Every point has the same settings.</p>"
     body = "".join(
         f'<tr><td class="config">{_e(k)}</td><td class="config">{_e(", ".join(v))}</td></tr>' for k, v in found.items()
     )

@@ -65,7 +65,7 @@ def test_the_report_shows_its_verdict_table_and_figures_on_a_laptop_screen(tmp_p
     table = laptop.find_element("css selector", "#points-table")
     assert on_screen(laptop, table) and "1,520, 1,680" in table.text
     headers = [h.text for h in table.find_elements("css selector", "th")]
-    assert headers[:3] == ["point", "config", "batch"] and "MLflow" in headers
+    assert headers[:3] == ["folder", "config", "batch"] and "MLflow" in headers
 
     figure = laptop.find_element("css selector", "#figures .js-plotly-plot")  # drawn by the inlined plotly.js
     laptop.execute_script("arguments[0].scrollIntoView()", figure)
