@@ -4,6 +4,7 @@ the keys users read are the ones the config accepts; and the site's pages name o
 from __future__ import annotations
 
 import dataclasses
+import re
 import runpy
 from pathlib import Path
 
@@ -56,3 +57,12 @@ PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))
 def test_every_path_a_page_names_exists(page: str) -> None:
     paths = [p for p in named_paths(page) if p.startswith(TRACKED) and not p.startswith("tests/outputs/")]
     assert [p for p in paths if not (ROOT / p).exists()] == []
+
+
+def test_the_readme_stays_short_and_its_links_lead_somewhere() -> None:
+    """A first read of five minutes (issue 38); the rest is on the site, whose own links mkdocs checks."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 150
+    links = [link.split("#")[0] for link in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in link]
+    assert len(links) >= 8
+    assert [link for link in links if not (ROOT / link).is_file()] == []
