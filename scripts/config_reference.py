@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import typing
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -59,6 +60,8 @@ TYPE_WORDS = {
     "dict[str, str]": "mapping of str",
     "list[str]": "list of str",
     "list[int]": "list of int",
+    "list[float]": "list of float",
+    "list[Any]": "list",
 }
 
 
@@ -81,19 +84,29 @@ def default_options() -> dict[str, str]:
 
 
 def rows(prefix: str, cls: type, skip: set[str]) -> list[str]:
-    """One table row per key of ``cls`` a user sets: key, type, default, meaning."""
+    """One table row per key of ``cls`` a user sets: key, type, default, meaning; a nested schema's
+    keys (``hydra.sweeper.crossover.*``) follow under its name."""
     comments = help.field_comments(cls)
-    hints = {f.name: f.type for f in dataclasses.fields(cls)}
     out = []
     for f in dataclasses.fields(cls):
-        if f.name in skip or f.name.startswith("_") or dataclasses.is_dataclass(f.default_factory):
-            continue
         key = f"{prefix}{f.name}"
+        if f.name in skip or f.name.startswith("_"):
+            continue
+        if dataclasses.is_dataclass(f.default_factory):
+            out += rows(f"{key}.", f.default_factory, set())
+            continue
         meaning = help.spelled_out(WORDS.get(key) or help.WORDS.get(key) or comments.get(f.name, ""), cls)
         default = help._default(f) if f.default != "" else '""'
-        cells = (f"`{key}`", type_name(hints[f.name]), f"`{default}`", meaning.replace("|", "/"))
+        cells = (f"`{key}`", type_name(f.type), f"`{default}`", meaning.replace("|", "/"))
         out.append("| " + " | ".join(cells) + " |")
     return out
+
+
+def groups() -> dict[str, type]:
+    """The root config's groups, in its order: each field typed by a schema (engine's, typed Any,
+    is each engine's own)."""
+    hints = typing.get_type_hints(config.Config)
+    return {f.name: hints[f.name] for f in dataclasses.fields(config.Config) if dataclasses.is_dataclass(hints[f.name])}
 
 
 def section(title: str, lead: str, body: list[str]) -> str:
@@ -111,10 +124,12 @@ def group_lead(group: str, chosen: dict[str, str]) -> str:
 
 def render() -> str:
     chosen = default_options()
-    nested = set(help.GROUP_SCHEMAS) | {"engine"}
-    parts = [INTRO, section("Top level", "", rows("", config.Config, {*help.INTERNAL, *nested}))]
-    for group, name in help.GROUP_SCHEMAS.items():
-        parts.append(section(f"`{group}`", group_lead(group, chosen), rows(f"{group}.", getattr(config, name), set())))
+    schemas = groups()
+    # Fields specexp's sweepers set for each job, where the root schema still carries them.
+    internal = getattr(help, "INTERNAL", set())
+    parts = [INTRO, section("Top level", "", rows("", config.Config, {*internal, *schemas, "engine"}))]
+    for group, cls in schemas.items():
+        parts.append(section(f"`{group}`", group_lead(group, chosen), rows(f"{group}.", cls, set())))
     every = rows("engine.", config.EngineConfig, set())
     parts.append(section("`engine`: every engine", group_lead("engine", chosen), every))
     base = {f.name for f in dataclasses.fields(config.EngineConfig)}
@@ -122,16 +137,9 @@ def render() -> str:
         body = rows("engine.", engine.config_class, base)
         if body:
             parts.append(section(f"`engine={engine.name}`", "", body))
-    sweeper = "hydra.sweeper."
-    parts.append(
-        section(
-            "`hydra.sweeper`: grids, studies and the break-even search",
-            "specexp's sweeper (`hydra/sweeper=specexp`, the default); the presets under `sweeps/` "
-            "(`+sweep=NAME`) set these.",
-            rows(sweeper, config.SweeperConf, set()),
-        )
-    )
-    parts.append(section("`hydra.sweeper.crossover`", "", rows(f"{sweeper}crossover.", config.CrossoverConf, set())))
+    lead = "specexp's sweeper (`hydra/sweeper=specexp`, the default); `sweeps/`'s presets (`+sweep=NAME`) set these."
+    title = "`hydra.sweeper`: grids, studies and the break-even search"
+    parts.append(section(title, lead, rows("hydra.sweeper.", config.SweeperConf, set())))
     return "\n".join(parts)
 
 
