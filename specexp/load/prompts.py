@@ -22,7 +22,7 @@ from specexp.load.lengths import Context, TokenCounter, check_fits, tokenizer_fi
 log = logging.getLogger("specexp")
 
 
-def _seed(*parts: object) -> int:
+def stream_seed(*parts: object) -> int:
     return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "little")
 
 
@@ -42,7 +42,7 @@ def check_workload(cfg: WorkloadConfig) -> None:
 def _picked(count: int, n: int, seed: int, warmup: bool) -> list[int]:
     """Which of ``count`` conversations a phase of ``n`` items sends: the same ones from the seed's
     start on, for every point; warm-up takes the ``n`` just before them."""
-    start = _seed(seed) % count - (n if warmup else 0)
+    start = stream_seed(seed) % count - (n if warmup else 0)
     return [(start + i) % count for i in range(n)]
 
 
@@ -93,7 +93,7 @@ def make_prompts(cfg: WorkloadConfig, n: int, stream: str, warmup: bool = False)
     """``n`` items for one phase of one point; ``stream`` names it (sweep/job/repeat/phase)."""
     if cfg.kind == "random":
         lo, hi = cfg.token_range
-        rng = np.random.default_rng(_seed(cfg.seed, stream if cfg.unique else ""))
+        rng = np.random.default_rng(stream_seed(cfg.seed, stream if cfg.unique else ""))
         return [Conversation(turns=(rng.integers(lo, hi, size=cfg.input_len).tolist(),)) for _ in range(n)]
     found = conversations(cfg)
     picked = [found[i] for i in _picked(len(found), n, cfg.seed, warmup)]
