@@ -1,12 +1,10 @@
-"""Arrivals at a rate that changes in steps (``load.profile``): load=rate's process, the rate a function
-of time.
+"""Arrivals at a rate that changes in steps (``load.profile``): load=rate's process, step by step.
 
-Time rescaling: a renewal process of unit rate (gamma gaps of shape ``burstiness`` and mean 1; shape 1
-is Poisson) is drawn in "operational time", the integral of the rate, and mapped back through that
-integral, so a step at rate r gets r arrivals a second on average with the same burstiness and no
-restart at a step's edge. Unlike a constant-rate window (specexp.load.arrivals) the count is not
-pinned: a step's count varies as the process's does, and phases report the rate actually offered. The
-draws depend on the seed and the shape only, so every arm replays the same arrival times.
+As in a constant-rate window (specexp.load.arrivals), each step offers exactly its rate: it gets
+round(rate x seconds) arrivals, spaced by gamma gaps of shape ``burstiness`` (shape 1: a Poisson
+process conditioned on its count, whose arrivals are uniform over the step) scaled so that the step's
+n + 1 gaps fill it. So a phase's offered rate is the one asked, not a draw 30% off it, and only the
+spacing within a step is random. Each step draws from (seed, step): every arm replays the same times.
 """
 
 from __future__ import annotations
@@ -19,19 +17,13 @@ Step = tuple[float, float, float]  # start s, end s, requests/s (LoadConfig.step
 
 
 def profile_arrivals(steps: Sequence[Step], burstiness: float, seed: Sequence[int]) -> list[float]:
-    """Seconds from the window's start at which each request arrives, in order, all before the last
-    step's end."""
-    work = np.cumsum([0.0, *((end - start) * rate for start, end, rate in steps)])  # operational time at edges
-    rng = np.random.default_rng(list(seed))
-    drawn = np.empty(0)
-    while drawn.size == 0 or drawn[-1] < work[-1]:  # enough unit-rate arrivals to pass the end
-        more = rng.gamma(burstiness, 1.0 / burstiness, size=int(work[-1] + 10 * np.sqrt(work[-1] + 1)) + 8)
-        drawn = np.concatenate([drawn, (drawn[-1] if drawn.size else 0.0) + np.cumsum(more)])
-    drawn = drawn[drawn < work[-1]]
-    step = np.searchsorted(work, drawn, side="right") - 1
-    starts = np.array([s for s, _, _ in steps])
-    rates = np.array([r for _, _, r in steps])
-    return (starts[step] + (drawn - work[step]) / rates[step]).tolist()
+    """Seconds from the window's start at which each request arrives, in order, all inside their step."""
+    out: list[float] = []
+    for k, (start, end, rate) in enumerate(steps):
+        n = round(rate * (end - start))
+        gaps = np.random.default_rng([*seed, k]).gamma(burstiness, 1.0, size=n + 1)
+        out += (start + np.cumsum(gaps)[:-1] * ((end - start) / gaps.sum())).tolist()
+    return out
 
 
 def phase_edges(steps: Sequence[Step]) -> list[float]:
