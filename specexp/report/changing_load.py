@@ -20,7 +20,7 @@ from specexp.load.schedule import phases as phase_edges
 from specexp.metrics.slo import meets
 from specexp.records import RequestRecord
 from specexp.report import regret
-from specexp.report.phases import Placed, phase_metrics, place
+from specexp.report.phases import Placed, phase_metrics, place, tpot_s
 from specexp.result import PointResult
 
 PHASES = "phases.csv"
@@ -33,6 +33,8 @@ def arm_label(config: dict[str, Any]) -> str:
     d = config.get("drafter") or {}
     if d.get("name", "none") == "none":
         return "none"
+    if d.get("fixed_depth") is not None:  # +sweep=traffic_profile's static arm: the schedule dropped
+        return f"{d['name']} depth {d['fixed_depth']}"
     return f"{d['name']} schedule" if d.get("schedule") is not None else f"{d['name']} depth {d.get('num_steps')}"
 
 
@@ -71,11 +73,11 @@ def write(sweep_dir: Path, rows: Sequence[PointResult]) -> tuple[list[Path], lis
         return meets(p.record, slo) if slo.given else p.record.ok
 
     table = [{"arm": arm, **row} for arm, ps in placed.items() for row in phase_metrics(ps, edges, slo)]
-    value = (lambda p: float(good(p))) if slo.given else (lambda p: float(p.record.output_tokens if p.record.ok else 0))
+    value = (lambda p: float(good(p))) if slo.given else (lambda p: tpot_s(p.record))
     values = {arm: {(p.replay, p.record.index): (p.phase, value(p)) for p in ps} for arm, ps in placed.items()}
-    paired = regret.pair(values, len(edges) - 1)
+    paired = regret.pair(values, len(edges) - 1, higher=slo.given)
     lost = regret.regrets(paired)
-    what = "goodput under slo.*" if slo.given else "output tokens (no slo.* set)"
+    what = "goodput under slo.*" if slo.given else "TPOT (no slo.* set; lower is better)"
     best = regret.best_arms(paired)
     lines = [*_best_lines(table, best), *regret.words(lost, best, what), f"regret intervals: {regret.METHOD}"]
     files = [sweep_dir / PHASES, sweep_dir / REGRET, sweep_dir / TIMELINE]

@@ -86,6 +86,17 @@ def test_regret_against_the_per_phase_best() -> None:
     assert any(line.startswith("none: regret ") and "loses most in phase 2" in line for line in lines)
 
 
+def test_without_targets_the_regret_is_tpot_added() -> None:
+    # TPOT, lower better: depth 3 is 20% slower in phase 1, the schedule 50% slower in phase 2
+    tpots = {"depth 3": (0.012, 0.020), "schedule": (0.010, 0.030)}
+    values = {a: {(0, i): (i % 2, t[i % 2]) for i in range(40)} for a, t in tpots.items()}
+    values["schedule"][(0, 39)] = (1, None)  # a failed request: left out for every arm
+    paired = regret.pair(values, 2, higher=False)
+    assert paired.values.shape == (2, 39) and regret.best_arms(paired) == ["schedule", "depth 3"]
+    lost = {r.arm: r.loss for r in regret.regrets(paired)}
+    assert lost["depth 3"][:2] == pytest.approx([0.2, 0.0]) and lost["schedule"][:2] == pytest.approx([0.0, 0.5])
+
+
 def _point(folder: Path, drafter: dict, quality: float) -> object:
     folder.mkdir(parents=True)
     load = {"name": "profile", "kind": "rate", "profile": [[0, 1], [2, 4]], "duration_s": 4, "max_concurrency": 8}
@@ -121,3 +132,5 @@ def test_the_sweep_folder_gets_phases_regret_and_a_timeline(tmp_path: Path) -> N
     assert any(line.startswith("none: regret 40.0% [") for line in lines)
     assert (tmp_path / "timeline.png").read_bytes()[:4] == b"\x89PNG"
     assert changing_load.write(tmp_path, []) == ([], [])
+    fixed = {"name": "tiny", "schedule": [[1, 8, 2]], "fixed_depth": 3, "num_steps": 3}
+    assert changing_load.arm_label({"drafter": fixed}) == "tiny depth 3"
