@@ -177,7 +177,8 @@ def new_result(cfg: Config, raw: DictConfig, plan: ServerPlan, job_dir: Path) ->
         batch=cfg.batch,
         load=cfg.load.kind,
         rate=cfg.load.rate,
-        params=engine.recorded_params(cfg, flat_params(raw)),
+        # load.rate as derived (a profile's peak, a trace's mean rate), not the raw config's null
+        params=engine.recorded_params(cfg, flat_params(raw) | {"load.rate": cfg.load.rate}),
         job_dir=str(job_dir),
     )
     result.tags = {
