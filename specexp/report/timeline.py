@@ -14,9 +14,10 @@ from specexp.report.phases import Placed, tpot_s
 
 
 def _bins(edges: Sequence[float]) -> np.ndarray:
-    """Time bins across the replay: about 60, at least a quarter second wide."""
-    width = max(0.25, (edges[-1] - edges[0]) / 60)
-    return np.arange(edges[0], edges[-1] + width, width)
+    """Time bins across the replay: four to the shortest phase (rates of a handful of requests a bin
+    would be all noise), at least half a second wide."""
+    width = max(0.5, min(np.diff(edges)) / 4)
+    return np.arange(edges[0], edges[-1] + width / 2, width)
 
 
 def _running(placed: Sequence[Placed], times: np.ndarray) -> np.ndarray:
