@@ -38,12 +38,22 @@ def window_items(cfg: Config, stream: str, seed: Sequence[int]) -> list[Conversa
     return make_prompts(w, w.measured(cfg.streams), stream)
 
 
+def check_trace(load_path: str | None, workload: WorkloadConfig) -> None:
+    """A trace's prompts are random ids of its lengths (dataset prompts cut to length: not yet), so a
+    dataset workload with load.path is refused, before any server starts."""
+    if load_path is not None and workload.kind != "random":
+        raise ConfigError(
+            "workload.kind",
+            f"a trace's prompts are random ids of its lengths, not {workload.kind}",
+            "use workload=random",
+        )
+
+
 def trace_items(w: WorkloadConfig, trace: Sequence[TraceRequest], stream: str) -> list[Conversation]:
     """One random-id prompt per trace request, of its input length (at most workload.input_len), asking
     its output length (at most workload.output_len); each record keeps the trace's line and lengths
     (extra ``trace_line``, ``input_asked``, ``output_asked``) so a length cut or not honoured shows."""
-    if w.kind != "random":
-        raise ConfigError("workload.kind", "a trace's prompts are random ids of its lengths", "use workload=random")
+    check_trace("trace", w)
     lo, hi = w.token_range
     rng = np.random.default_rng(stream_seed(w.seed, stream if w.unique else ""))
     return [

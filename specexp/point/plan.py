@@ -19,6 +19,7 @@ from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
 from specexp.engines.context import context_length
 from specexp.load.prompts import check_lengths, check_workload
+from specexp.load.schedule import check_trace
 from specexp.result import PointResult
 
 log = logging.getLogger("specexp")
@@ -142,6 +143,7 @@ def check_prompts(cfg: Config, command: Command | None) -> None:
     fillers; warm-up sends its own requests and whole warm-up windows."""
     w = cfg.workload
     check_workload(w)
+    check_trace(cfg.load.path, w)
     measured = max(w.measured(cfg.streams), cfg.batch if cfg.load.kind == "closed" else 0)
     warm = max(w.warmups(cfg.streams), w.measured(cfg.streams) if cfg.measure.warmup_windows else 0)
     argv = command.argv if command is not None else None

@@ -10,7 +10,7 @@ import pytest
 
 from specexp.config import ConfigError, LoadConfig, WorkloadConfig
 from specexp.config.trace import read_trace
-from specexp.load.schedule import arrivals, phases, trace_items
+from specexp.load.schedule import arrivals, check_trace, phases, trace_items
 from specexp.load.shape import request_shape
 
 TRACES = Path(__file__).parents[1] / "fixtures" / "traces"
@@ -65,6 +65,7 @@ def test_the_load_replays_the_trace_in_phases_with_its_lengths() -> None:
     assert body["max_tokens"] == 30 and body["ignore_eos"] is True
     with pytest.raises(ConfigError, match=r"workload\.kind"):
         trace_items(WorkloadConfig(kind="builtin"), load.trace(), "s")
+    check_trace(None, WorkloadConfig(kind="builtin"))  # a dataset is fine without a trace
 
 
 def test_composition_refuses_a_malformed_trace(make_config) -> None:
