@@ -22,7 +22,7 @@ from specexp.load.lengths import Context, TokenCounter, check_fits, tokenizer_fi
 log = logging.getLogger("specexp")
 
 
-def _seed(*parts: object) -> int:
+def stream_seed(*parts: object) -> int:
     return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "little")
 
 
@@ -43,7 +43,7 @@ def check_workload(cfg: WorkloadConfig, tokenizer: str | None = None) -> None:
 def _picked(count: int, n: int, seed: int, warmup: bool) -> list[int]:
     """Which of ``count`` conversations a phase of ``n`` items sends: the same ones from the seed's
     start on, for every point; warm-up takes the ``n`` just before them."""
-    start = _seed(seed) % count - (n if warmup else 0)
+    start = stream_seed(seed) % count - (n if warmup else 0)
     return [(start + i) % count for i in range(n)]
 
 
@@ -104,7 +104,7 @@ def make_prompts(
     ``tokenizer`` counts a length bucket's tokens (datasets.conversations)."""
     if cfg.kind == "random":
         lo, hi = cfg.token_range
-        rng = np.random.default_rng(_seed(cfg.seed, stream if cfg.unique else ""))
+        rng = np.random.default_rng(stream_seed(cfg.seed, stream if cfg.unique else ""))
         return [Conversation(turns=(rng.integers(lo, hi, size=cfg.input_len).tolist(),)) for _ in range(n)]
     found = conversations(cfg, tokenizer)
     picked = [found[i] for i in _picked(len(found), n, cfg.seed, warmup)]

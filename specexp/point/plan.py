@@ -20,6 +20,7 @@ from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
 from specexp.engines.context import context_length
 from specexp.load.prompts import check_lengths, check_workload
+from specexp.load.schedule import check_trace
 from specexp.result import PointResult
 
 log = logging.getLogger("specexp")
@@ -146,6 +147,7 @@ def check_prompts(cfg: Config, run: RunContext, command: Command | None) -> None
     fillers; warm-up sends its own requests and whole warm-up windows."""
     w = cfg.workload
     check_workload(w, run.length_tokenizer)
+    check_trace(cfg.load.path, w)
     measured = max(w.measured(cfg.streams), cfg.batch if cfg.load.kind == "closed" else 0)
     warm = max(w.warmups(cfg.streams), w.measured(cfg.streams) if cfg.measure.warmup_windows else 0)
     argv = command.argv if command is not None else None
@@ -182,7 +184,8 @@ def new_result(cfg: Config, run: RunContext, raw: DictConfig, plan: ServerPlan, 
         batch=cfg.batch,
         load=cfg.load.kind,
         rate=cfg.load.rate,
-        params=engine.recorded_params(cfg, flat_params(raw)),
+        # load.rate as derived (a profile's peak, a trace's mean rate), not the raw config's null
+        params=engine.recorded_params(cfg, flat_params(raw) | {"load.rate": cfg.load.rate}),
         job_dir=str(job_dir),
     )
     result.tags = {

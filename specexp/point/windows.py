@@ -16,11 +16,11 @@ from specexp import live, servers
 from specexp.config import Config
 from specexp.context import RunContext
 from specexp.engines.base import Engine
-from specexp.load.arrivals import arrival_times
 from specexp.load.client import run_closed_loop, run_open_loop
 from specexp.load.conversation import Conversation
 from specexp.load.host import CLIENT_CPU_WARNING, HostSample, noise
 from specexp.load.prompts import make_prompts
+from specexp.load.schedule import arrivals, window_items
 from specexp.load.shape import RequestShape, request_shape
 from specexp.metrics import requests, slo, traffic
 from specexp.metrics import server as server_metrics
@@ -109,7 +109,8 @@ async def measure_windows(
         start = time.monotonic()
         while more_windows([m.metrics.get(TREND_KEY, 0.0) for m in windows], cfg.measure, time.monotonic() - start):
             index = len(windows)
-            items = make_prompts(w, w.measured(cfg.streams), f"{stream}/window{index}", tokenizer=run.length_tokenizer)
+            seed = (cfg.load.seed, run.repeat, index)
+            items = window_items(cfg, f"{stream}/window{index}", seed, tokenizer=run.length_tokenizer)
             with window():
                 records, before, after, context = await _one_window(session, items, index, received)
             for record in records:
@@ -197,10 +198,9 @@ def _window_load(
     the window's end by fillers (specexp.load.client)."""
     cfg, s = session.cfg, session
     if cfg.load.kind == "rate":
-        seed = (cfg.load.seed, s.run.repeat, index)
-        arrivals = arrival_times(len(items), cfg.load.rate, cfg.load.burstiness, seed)
+        times = arrivals(cfg.load, len(items), (cfg.load.seed, s.run.repeat, index))
         cap = cfg.load.max_concurrency
-        return run_open_loop(s.http, s.srv.base_url, s.shape, items, arrivals, cap, s.engine.observe, keep)
+        return run_open_loop(s.http, s.srv.base_url, s.shape, items, times, cap, s.engine.observe, keep)
     fill = make_prompts(cfg.workload, cfg.batch, f"{s.stream}/window{index}/fill", tokenizer=s.run.length_tokenizer)
     return _closed_loop(session, items, cfg.batch, keep, fill=fill)
 

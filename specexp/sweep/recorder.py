@@ -184,6 +184,12 @@ class SweepRecorder:
         """Summarize the sweep on disk (plots too), then on its parent run, which ends FINISHED,
         FAILED (a point failed) or KILLED (interrupted); a tuner adds its extra results and its
         ``answer`` in words."""
+        from specexp.report import changing_load  # scipy and matplotlib: only when a sweep ends
+
+        phased: list[Path] = []
+        with self._writing():  # a changing load's phases, regret and timeline (specexp.report.changing_load)
+            phased, phase_words = changing_load.write(self.sweep_dir, rows)
+            answer = [*answer, *phase_words]
         speedups, cross, words = self._write(rows, answer)
         from specexp.report.plots import make_plots  # plotly and matplotlib: only when a sweep ends
 
@@ -205,7 +211,7 @@ class SweepRecorder:
         if self.disk_error is not None:
             console.print(f"[red]the sweep's folder is incomplete[/red]: {self.disk_error}", soft_wrap=True)
         files = [self.sweep_dir / n for n in ("summary.csv", "verdict.txt", "multirun.yaml")]
-        files += [*(extra_files or []), *plots]
+        files += [*(extra_files or []), *plots, *phased]
         with self._writing():  # the verdict, table and figures in one page that opens offline
             files.append(write_report(self.sweep_dir, rows, words, self.settings, cross, files))
         self._publish(rows, speedups, cross, words, extra_metrics or {}, files, status)
