@@ -129,11 +129,9 @@ def form_groups(jobs: Sequence[Job], first_point: int, first_group: int) -> list
     groups, num = [], first_point
     for index, members in enumerate(by_server(jobs), start=first_group):
         arms = len({job.group for job in members})
-        first = members[0].cfg
-        gpus = max(job.cfg.gpus for job in members)
-        group = Group(
-            index, members[0].unit, gpus, servers=arms, gpu_type=first.engine.gpu_type, sweep_id=first.sweep_id or ""
-        )
+        gpus, gpu_type = max(job.cfg.gpus for job in members), members[0].cfg.engine.gpu_type
+        sweep_id = next((o.partition("=")[2] for o in members[0].overrides if o.startswith("sweep_id=")), "")
+        group = Group(index, members[0].unit, gpus, servers=arms, gpu_type=gpu_type, sweep_id=sweep_id)
         for job in members:
             group.points.append(Point(num, job.overrides, job.turn))
             num += 1
