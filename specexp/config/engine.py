@@ -63,12 +63,19 @@ class EngineConfig:
     # GPUs one server takes (what a cluster job asks for); None: the engine's count from the model's
     # parallelism (model.tp x data-parallel replicas; 0 for an engine on CPU).
     gpus: int | None = None
+    # The GPU type a cluster job asks for (SLURM's gres, gpu:<type>:<count>: a100, h100, ...); None:
+    # any GPU. hydra.launcher.gres, when set, is asked as it is instead.
+    gpu_type: str | None = None
     # False for an endpoint specexp does not launch: it has no limit for specexp to size.
     launches_server: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.gpus is not None and self.gpus < 0:
             raise ConfigError("engine.gpus", f"{self.gpus} < 0", "use 0 (CPU), a GPU count, or null")
+        if self.gpu_type is not None and not self.gpu_type.replace("-", "").replace("_", "").isalnum():
+            raise ConfigError(
+                "engine.gpu_type", f"{self.gpu_type!r} is not a GPU type's name", "e.g. a100 or h100 (sinfo -o %G)"
+            )
         if self.startup_timeout_s <= 0:
             raise ConfigError("engine.startup_timeout_s", "must be > 0", "give a positive number of seconds")
         if not 0 < self.stall_s < math.inf:

@@ -2,7 +2,6 @@
 its API key never written anywhere."""
 
 import json
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,10 +80,10 @@ def test_missing_key_variable_fails_before_anything(specexp, monkeypatch) -> Non
     assert "engine.api_key_env" in run.proc.stderr and "export SPECEXP_ABSENT_KEY" in run.proc.stderr
 
 
-def test_an_unreachable_endpoint_fails_in_one_line_within_seconds(specexp) -> None:
-    start = time.monotonic()
+def test_an_unreachable_endpoint_fails_in_one_line(specexp) -> None:
+    # how fast: benchmarks/cli_start.py prints this command's wall time
     run = specexp("engine=external", "engine.url=http://127.0.0.1:9", "engine.model_name=x")
-    assert run.proc.returncode == 2 and time.monotonic() - start < 60
+    assert run.proc.returncode == 2
     assert "engine.url" in run.proc.stderr and "does not answer" in run.proc.stderr
     assert "Traceback" not in run.proc.stderr
 
