@@ -20,7 +20,7 @@ from specexp.console import fmt
 from specexp.context import RunContext
 from specexp.metrics.windows import aggregate
 from specexp.point.plan import ServerPlan, describe, ensure_models, new_result, preflight, run_name, warn_synthetic
-from specexp.point.record import RESULTS, save, save_config, save_server
+from specexp.point.record import RESULTS, save, save_config, save_server, save_traceback
 from specexp.point.serve import ServerLog, planned_log, serve
 from specexp.point.upload import measured_window, track
 from specexp.point.watch import ServerLost, server_cause
@@ -72,7 +72,7 @@ def run(
         result.status, result.error = "interrupted", f"interrupted (exit {exc.code})"
         raise
     except Exception as exc:  # a failing point is recorded and the sweep goes on
-        _failed(cfg, result, point, exc)
+        _failed(cfg, result, point, exc, job_dir)
     finally:
         result.tags["specexp.status"] = result.status
         with signals.deferred():  # a second Ctrl-C does not cut the point's record short
@@ -116,8 +116,9 @@ def _measure(
         raise RuntimeError(f"every measured request failed; first error: {first}{cause}")
 
 
-def _failed(cfg: Config, result: PointResult, point: Underway, exc: Exception) -> None:
-    """A point that failed, recorded so: why, in one line where the cause is known."""
+def _failed(cfg: Config, result: PointResult, point: Underway, exc: Exception, job_dir: Path) -> None:
+    """A point that failed, recorded so: why, in one line (an unexpected error's traceback goes to
+    the point's folder, not the console)."""
     if isinstance(exc, ConfigError):  # the engine's own parser refused the argv: nothing was started
         log.error("%s", exc)
         result.status, result.error = "failed", f"ConfigError: {exc}"
@@ -135,7 +136,7 @@ def _failed(cfg: Config, result: PointResult, point: Underway, exc: Exception) -
         log.error("%s: the point is recorded as failed", atomic.reason(exc))
         result.status, result.error = "failed", atomic.reason(exc)
     else:
-        log.exception("point failed")
+        log.error("%s", save_traceback(exc, job_dir))
         result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
 
 

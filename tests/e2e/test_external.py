@@ -2,6 +2,7 @@
 its API key never written anywhere."""
 
 import json
+import re
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from specexp.servers import serve_reference as serve
+from tests.load.endpoint import SERVED, Endpoint, serving
 
 SECRET = "sk-test-0123456789abcdef"
+CUT = ["engine=external", f"engine.model_name={SERVED}", "engine.flavor=openai", "drafter=none", "batch=2"]
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +95,18 @@ def test_a_model_the_endpoint_does_not_serve_is_refused_naming_what_it_serves(sp
     run = specexp("engine=external", f"engine.url={remote}", "engine.model_name=other")
     assert run.proc.returncode == 2 and "serves remote-tiny, not 'other'" in run.proc.stderr
     assert "engine.model_name=remote-tiny" in run.proc.stderr and "Traceback" not in run.proc.stderr
+
+
+def test_a_failed_points_traceback_goes_to_its_folder_the_console_gets_one_line(specexp_main) -> None:
+    # issue 37: a failed external point printed a traceback on the console; a cut stream fails every request
+    with serving(Endpoint(tokens=8, close=True)) as url:
+        run = specexp_main(*CUT, f"engine.url={url}", "tracking.enabled=false")
+    assert run.proc.returncode == 1
+    printed = run.proc.stdout + run.proc.stderr  # the endpoint, in this process, may log its own tracebacks
+    assert not re.search(r'File "[^"]*/specexp/', printed), printed  # no frame of specexp's
+    (folder,) = (run.workdir / "run").rglob("traceback.txt")
+    said = "point failed: RuntimeError: every measured request failed; first error: stream ended without [DONE]"
+    (line,) = [line for line in run.proc.lines if "traceback in" in line]
+    assert said in line and line.endswith(f"(traceback in {folder})")
+    kept = folder.read_text()
+    assert kept.startswith("Traceback (most recent call last):") and "RuntimeError: every measured request" in kept

@@ -1,7 +1,7 @@
 """Issue 37 item 8 on a real single-node SLURM (tests.reliability.slurm, started once for the
 module): a job sbatch refuses fails its group's points with sbatch's words, is not submitted again,
 and is never recorded as interrupted (a resume could not help); the launcher's gres is asked as
-given, with no second GPU request; a job sbatch takes runs its group there."""
+given, with no second GPU request; a job sbatch takes runs its group there, named for its sweep."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_a_job_sbatch_refuses_fails_its_points_with_sbatchs_words(ws, cluster: d
     run = ws.run(
         *on_slurm(gres, "engine.gpus=1", "drafter=none", "batch=1,2", f"hydra.sweep.dir={sweep}", "-m"), **cluster
     )
-    assert run.returncode != 0, run.stdout[-3000:]
+    assert run.returncode == 2, run.stdout[-3000:]  # nothing ran: the request is wrong, as bad input is
     said = f"server group 0: the scheduler refused its job: {REFUSED}; its points failed"
     assert said in run.stdout, run.stdout[-3000:] + run.stderr[-3000:]
     assert "interrupted" not in run.stdout + run.stderr
@@ -66,3 +66,5 @@ def test_a_job_sbatch_takes_runs_its_group_on_the_node(ws, cluster: dict[str, st
         ["scontrol", "show", "job", job], env={**os.environ, **cluster}, capture_output=True, text=True
     )
     assert "JobState=COMPLETED" in shown.stdout, shown.stdout + shown.stderr
+    sweep_id = json.loads((sweep / "groups" / "0" / "group.json").read_text())["sweep_id"]
+    assert f"JobName=specexp-{sweep_id}" in shown.stdout  # scancel --name stops this sweep's jobs only

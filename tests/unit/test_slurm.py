@@ -36,10 +36,13 @@ def test_each_groups_job_asks_slurm_for_its_servers_gpus(tmp_path) -> None:
             ["dry_run=true", "engine=sglang", "drafter=none", "model.tp=2", "engine.dp_size=4"],
             ["dry_run=true", "engine=torch", "drafter=none"],
         ]
+        jobs.append(["dry_run=true", "engine=vllm", "drafter=none", "engine.gpu_type=h100"])
         groups = form_groups(sweeper.plan(jobs, "s"), 0, 0)
-        asked = [sweeper.launcher_for(g.gpus).params.get("gpus_per_node") for g in groups]
-    assert asked == [4, 8, None]  # a CPU server asks for no GPU
-    assert sweeper.launcher_for(4).params["partition"] == "gpu"  # everything else as configured
+        asked = [sweeper.launcher_for(g).params for g in groups]
+    assert [p.get("gpus_per_node") for p in asked] == [4, 8, None, None]  # a CPU server asks for no GPU
+    assert [p.get("gres") for p in asked] == [None, None, None, "gpu:h100:1"]  # a type: in gres, not beside it
+    assert {p["name"] for p in asked} == {"specexp-s"}  # the sweep's id: scancel --name stops this sweep only
+    assert {p["partition"] for p in asked} == {"gpu"}  # everything else as configured
 
 
 def submission_refused(stderr: str, command: str = "sbatch") -> FailedJobError:
