@@ -21,6 +21,7 @@ from typing import Any
 from hydra.core.utils import JobReturn, JobStatus
 
 from specexp import redaction
+from specexp.context import RUN_NODE
 from specexp.result import PointResult
 from specexp.sweep.folder import RESULTS
 from specexp.sweep.plan import Job, by_server
@@ -124,13 +125,17 @@ def next_group(sweep_dir: Path) -> int:
     return max(numbers, default=-1) + 1
 
 
+SWEEP_ID = f"++{RUN_NODE}.sweep_id="  # the planner's override (specexp.sweep.plan.decided)
+
+
 def form_groups(jobs: Sequence[Job], first_point: int, first_group: int) -> list[Group]:
     """Planned jobs as numbered server groups, points numbered on from ``first_point``."""
     groups, num = [], first_point
     for index, members in enumerate(by_server(jobs), start=first_group):
         arms = len({job.group for job in members})
         gpus, gpu_type = max(job.cfg.gpus for job in members), members[0].cfg.engine.gpu_type
-        sweep_id = next((o.partition("=")[2] for o in members[0].overrides if o.startswith("sweep_id=")), "")
+        ids = (o.removeprefix(SWEEP_ID).strip("'") for o in members[0].overrides if o.startswith(SWEEP_ID))
+        sweep_id = next(ids, "")
         group = Group(index, members[0].unit, gpus, servers=arms, gpu_type=gpu_type, sweep_id=sweep_id)
         for job in members:
             group.points.append(Point(num, job.overrides, job.turn))
