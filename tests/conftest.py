@@ -266,6 +266,8 @@ LIVE_FIXTURES = {
 }
 LIVE_MARKERS = {"slow", "vllm", "sglang", "gpu", "browser", "scale"}
 LIVE_PATHS = ("tests/packaging/",)  # builds and installs a wheel
+# In process but minutes in all: the docs' 14 commands as dry runs (the README's own stay quick).
+LIVE_TESTS = ("tests/e2e/test_readme.py::test_a_docs_command_runs_as_a_dry_run",)
 QUICK_SWEEP = "tests/e2e/test_sweeps.py::test_four_points_two_servers_either_order[order0]"
 
 
@@ -274,6 +276,8 @@ def quick(item: pytest.Item) -> bool:
     path = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
     if f"{path}::{item.name}" == QUICK_SWEEP:
         return True
+    if f"{path}::{item.name}".startswith(LIVE_TESTS):
+        return False
     if path.startswith(LIVE_PATHS) or LIVE_MARKERS & {m.name for m in item.iter_markers()}:
         return False
     return not LIVE_FIXTURES & set(getattr(item, "fixturenames", ()))
