@@ -27,13 +27,14 @@ def counted(values: Sequence[float], noun: str) -> str:
 
 
 def ratio_method(pairs: Sequence[float]) -> str:
-    """A speedup's method over the rows that have one: paired over their window pairs, unpaired (Welch)
-    where the arms' windows did not take turns, or both, each with how many rows used it."""
+    """A speedup's method over the rows that have one: the one estimand (each arm's windows pooled:
+    tokens over seconds, docs/METRICS.md "One speedup"), its interval paired over the window pairs,
+    unpaired (Welch) where the arms' windows did not take turns, or both, each with how many rows used it."""
     paired = [p for p in pairs if p >= 2]
     parts = [f"paired t over {counted(paired, 'window pairs')} (log scale)"] if paired else []
     if len(paired) < len(pairs):
         parts.append(f"unpaired Welch t (log scale) at {len(pairs) - len(paired)} of {len(pairs)} points")
-    return ", ".join(parts)
+    return "arms' pooled windows (tokens over seconds), " + ", ".join(parts)
 
 
 def key_method(key: str, rows: Sequence[Mapping[str, Any]]) -> str | None:

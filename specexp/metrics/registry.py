@@ -82,11 +82,13 @@ RATIO_METRICS = (
     ("tpot_ratio", "TPOT ratio", "rate points: tpot_ms_mean / that of the baseline at the same offered rate"),
 )
 _PAIRED = (
-    ". Paired where the arms' windows took turns (their start and end times show window i of each beside "
-    "window i of the other, tag specexp.speedup_method=paired): exp(mean of the partners' log ratios ± "
-    "t(0.975, pairs − 1) · se), Student-t over the pairs (taken in turn A B | B A, so that a linear drift "
-    "cancels); else the unpaired ratio (_unpaired). The interval is asymmetric: _lo/_hi bound it, _ci95 is "
-    "half its width"
+    ". One estimand (METRICS.md, One speedup): each arm's windows pooled, Σ value × weight / Σ weight (output "
+    "throughput: its output tokens over its window seconds; decode_speed: decode tokens over decode seconds; "
+    "goodput over window seconds; latency means over ok requests), the point's over its baseline's. Paired where "
+    "the arms' windows took turns (their start and end times show window i of each beside window i of the other, "
+    "tag specexp.speedup_method=paired): Student-t over the pairs' differences of relative residuals, pairs − 1 "
+    "degrees of freedom; else unpaired (Welch), tag specexp.speedup_method=unpaired. _unpaired holds the same "
+    "value with the unpaired interval. The interval is on the log scale: _lo/_hi bound it, _ci95 is half its width"
 )
 
 METRICS: tuple[Metric, ...] = (

@@ -12,7 +12,8 @@ Three kinds of estimate, each saying how its interval is made:
 - ``log``: a positive quantity (a ratio of two arms, a rate) whose Student-t interval is made on
   log(value), ``exp(log value ± t · se)``: asymmetric, and never below 0. ``se`` is on the log scale.
 - ``log`` also holds a ratio of sums over windows (``ratio_of_sums``: tokens over seconds), its
-  se from the ratio estimator's residuals.
+  se from the ratio estimator's residuals, and the ratio of two arms' such sums (``arm_ratio``: every
+  speedup's one estimand), paired over windows that took turns or unpaired (Welch).
 - ``proportion``: ``value`` = k / n over ``n`` trials (``df`` holds n), with the Clopper-Pearson
   (exact binomial) interval: never outside [0, 1].
 """
@@ -152,13 +153,14 @@ def proportion(successes: int, trials: int) -> Estimate:
     return Estimate(successes / trials, 0.0, trials, "proportion")
 
 
-def paired(num: Sequence[float], den: Sequence[float]) -> Estimate:
-    """The ratio of two arms measured in windows that took turns (window i of one right beside window
-    i of the other): the mean of the pairs' log ratios with a Student-t interval over the pairs,
-    exponentiated (a geometric-mean ratio). The machine's drift, shared by partners, cancels."""
-    logs = np.log(np.asarray(num, dtype=float) / np.asarray(den, dtype=float))
-    est = estimate(logs)
-    return Estimate(math.exp(est.value), est.se, est.df, "log")
+def _relative_residuals(num: Sequence[float], den: Sequence[float]) -> tuple[float, np.ndarray]:
+    """Σ num / Σ den, and each window's residual num_i − R · den_i relative to R · mean(den): the
+    window's share of the error of log R to first order (they sum to 0)."""
+    y, x = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    value = float(y.sum() / x.sum())
+    if not value > 0 or not math.isfinite(value):
+        return value, np.zeros(y.size)
+    return value, (y - value * x) / (value * float(x.mean()))
 
 
 def ratio_of_sums(num: Sequence[float], den: Sequence[float]) -> Estimate:
@@ -166,14 +168,42 @@ def ratio_of_sums(num: Sequence[float], den: Sequence[float]) -> Estimate:
     with the ratio estimator's interval across the windows: its standard error from the residuals
     num_i − R · den_i, se(R) = √(Σ residual² / (n (n − 1))) / mean(den), taken relative to R and made
     on the log scale with n − 1 degrees of freedom, so that it never reaches below 0."""
-    y, x = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
-    value = float(y.sum() / x.sum())
-    n = y.size
-    if n < 2 or value <= 0:
+    value, rel = _relative_residuals(num, den)
+    n = rel.size
+    if n < 2 or not value > 0 or not math.isfinite(value):
         return Estimate(value)
-    residuals = y - value * x
-    se = math.sqrt(float(np.sum(residuals**2)) / (n * (n - 1))) / float(x.mean())
-    return Estimate(value, se / value, n - 1, "log")
+    return Estimate(value, math.sqrt(float(np.sum(rel**2)) / (n * (n - 1))), n - 1, "log")
+
+
+Sums = tuple[Sequence[float], Sequence[float]]  # one arm's windows: (numerators, denominators)
+
+
+def arm_ratio(a: Sums, b: Sums, paired: bool) -> Estimate:
+    """The one estimand of every ratio between two arms (a speedup; docs/METRICS.md): arm A's Σ num /
+    Σ den over its windows (output tokens over window seconds) divided by arm B's, its interval on the
+    log scale. ``paired`` (the arms' windows took turns, window i of each beside window i of the other):
+    Student-t over the pairs' differences of relative residuals (``_relative_residuals``), pairs − 1
+    degrees of freedom, so that the drift partners share cancels. Unpaired: the arms' residual
+    variances added, Welch-Satterthwaite's degrees of freedom. The value is the same either way; only
+    the interval says whether the windows were paired."""
+    ra, u = _relative_residuals(*a)
+    rb, v = _relative_residuals(*b)
+    value = ra / rb if rb else math.nan
+    if not value > 0 or not math.isfinite(value):
+        return Estimate(value)
+    if paired:
+        if u.size != v.size:
+            raise ValueError(f"paired arms need as many windows each, not {u.size} and {v.size}")
+        diff = estimate(u - v)
+        return Estimate(value, diff.se, diff.df, "log") if diff.known else Estimate(value)
+    parts = [(float(np.var(r, ddof=1)) / r.size, r.size - 1) for r in (u, v) if r.size >= 2]
+    if len(parts) < 2:
+        return Estimate(value)
+    rel2 = sum(p for p, _ in parts)
+    if rel2 == 0:
+        return Estimate(value, 0.0, sum(df for _, df in parts), "log")
+    df = rel2**2 / sum(p**2 / df for p, df in parts if p > 0)
+    return Estimate(value, math.sqrt(rel2), df, "log")
 
 
 def from_interval(value: float, half: float | None, n: int) -> Estimate:

@@ -7,10 +7,12 @@ and ``windows``) and per-window metrics. A series of points varies one load axis
 loop) or the request rate (open loop); crossovers are read along it. A point measured on several
 server launches (``repeats``) has one result per launch.
 
-A speedup is paired when the two arms' windows took turns (A0 B0 A1 B1, specexp.sweep.turns: each
-window and its partner share the machine's state): the mean log ratio of partners, Student-t over
-the pairs. Otherwise (arms one after the other, windows without times) it is the unpaired ratio of
-the arms' means. Every point records both, and says which it used (METHOD_TAG, ``windows_paired``).
+Every speedup and ratio is one estimand, whatever the windows (WEIGHTS, stats.arm_ratio): each arm's
+windows pooled (output tokens over window seconds), A's over B's. Only its interval depends on the
+windows: paired when the two arms' windows took turns (A0 B0 A1 B1, specexp.sweep.turns: each window
+and its partner share the machine's state), Student-t over the pairs; otherwise (arms one after the
+other, windows without times) unpaired, Welch. Every point records both intervals and says which it
+used (METHOD_TAG, ``windows_paired``).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from specexp.config import SloConfig
 from specexp.load.host import CLIENT_CPU_WARNING
 from specexp.metrics.stats import (
     Estimate,
+    Sums,
+    arm_ratio,
     combine,
     from_bounds,
     from_interval,
     interval_keys,
-    paired,
     proportion,
     ratio,
 )
@@ -136,38 +139,76 @@ def alternated(a: Sequence[dict[str, float]], b: Sequence[dict[str, float]]) -> 
     return pairs
 
 
-def _window_values(windows: Sequence[dict[str, float]], key: str) -> list[float] | None:
-    values = [w.get(key) for w in windows]
-    return None if any(v is None for v in values) else [float(v) for v in values]  # type: ignore[arg-type]
+# The one estimand of every ratio (docs/METRICS.md, "One speedup"): each arm's windows pooled, Σ metric ·
+# weight / Σ weight (for output throughput: its output tokens over its window seconds), A's over B's.
+WEIGHTS = {
+    "output_throughput": "window_s",
+    "decode_speed": "decode_s",
+    "goodput": "window_s",
+    "ttft_ms_mean": "requests_ok",
+    "tpot_ms_mean": "requests_ok",
+}
 
 
-def _recorded(row: PointResult, key: str) -> Estimate | None:
-    """A ratio as an earlier analysis recorded it (a row read back from MLflow, without its windows)."""
+def window_sums(windows: Sequence[dict[str, float]], metric: str) -> Sums | None:
+    """Each window's numerator (metric × weight: its output tokens) and denominator (WEIGHTS: its
+    seconds); a window without the metric counts for nothing (0, 0). None when a window has the metric
+    without its weight (recorded before weights were) or no window has it."""
+    weight = WEIGHTS[metric]
+    nums, dens = [], []
+    for w in windows:
+        value, size = w.get(metric), w.get(weight)
+        if value is not None and size is None:
+            return None
+        ok = value is not None and size is not None and size > 0
+        nums.append(float(value) * float(size) if ok else 0.0)  # type: ignore[arg-type]
+        dens.append(float(size) if ok else 0.0)  # type: ignore[arg-type]
+    return (nums, dens) if sum(dens) > 0 else None
+
+
+def _recorded(row: PointResult, key: str, paired: bool) -> Estimate | None:
+    """A ratio as an earlier analysis recorded it (a row read back from MLflow, without its windows):
+    paired with pairs − 1 degrees of freedom; unpaired with the row's windows − 1 (at most Welch's: the
+    interval read back is no narrower than the one recorded)."""
     m = row.metrics
-    if m.get(key) is None or not m.get(key + "_lo") or m.get("windows_paired", 0) < 2:
+    if m.get(key) is None or not m.get(key + "_lo"):
         return None
-    return from_bounds(m[key], m[key + "_lo"], m.get(key + "_hi"), m["windows_paired"] - 1)
+    df = m["windows_paired"] - 1 if paired else m.get("windows", 1) - 1
+    return from_bounds(m[key], m[key + "_lo"], m.get(key + "_hi"), df)
+
+
+def arms_ratio(num: PointResult, den: PointResult, metric: str, pairs: int = 0) -> tuple[Estimate, Estimate] | None:
+    """``metric`` of ``num`` over that of ``den``, the one estimand where both have their windows'
+    sums (WEIGHTS, stats.arm_ratio): paired over the leading ``pairs`` windows that took turns (two or
+    more), else unpaired over every window; with its unpaired twin (the same value, the interval as if
+    the windows had not taken turns). Without windows' sums (a metric without a weight, a percentile):
+    the ratio of the two points' recorded values, unpaired. None when either lacks the metric."""
+    n = pairs if pairs >= 2 else None
+    if metric in WEIGHTS:
+        a, b = window_sums(num.windows[:n], metric), window_sums(den.windows[:n], metric)
+        if a is not None and b is not None:
+            unpaired = arm_ratio(a, b, paired=False)
+            return (arm_ratio(a, b, paired=True) if n else unpaired), unpaired
+    top, bottom = metric_estimate(num, metric), metric_estimate(den, metric)
+    if top is None or bottom is None or not bottom.value:
+        return None
+    return ratio(top, bottom), ratio(top, bottom)
 
 
 def ratio_estimates(row: PointResult, base: PointResult) -> tuple[dict[str, Estimate], dict[str, Estimate], int]:
-    """A speculative row's ratios to its baseline (RATIOS for its load kind): the estimates used
-    (paired where the two arms' windows took turns), the unpaired ones, and the window pairs used (0:
-    unpaired)."""
+    """A speculative row's ratios to its baseline (RATIOS for its load kind), each the one estimand
+    (``arms_ratio``): the estimates used (paired where two or more windows took turns), their unpaired
+    twins, and the window pairs used (0: unpaired). A row without windows (read back) keeps what its
+    analysis recorded."""
     pairs = alternated(row.windows, base.windows)
     used: dict[str, Estimate] = {}
     unpaired: dict[str, Estimate] = {}
     for key, metric in RATIOS[row.load]:
-        num, den = metric_estimate(row, metric), metric_estimate(base, metric)
-        if num is None or den is None or not den.value:
-            continue
-        unpaired[key] = ratio(num, den)
-        a, b = _window_values(row.windows[:pairs], metric), _window_values(base.windows[:pairs], metric)
-        if pairs >= 2 and a and b and min(a) > 0 and min(b) > 0:
-            used[key] = paired(a, b)
-        elif not row.windows and (earlier := _recorded(row, key)) is not None:
+        if not row.windows and (earlier := _recorded(row, key, row.metrics.get("windows_paired", 0) >= 2)):
             used[key] = earlier
-        else:
-            used[key] = unpaired[key]
+            unpaired[key] = _recorded(row, f"{key}_unpaired", False) or earlier
+        elif (found := arms_ratio(row, base, metric, pairs)) is not None:
+            used[key], unpaired[key] = found
     if not row.windows and "windows_paired" in row.metrics:
         pairs = int(row.metrics["windows_paired"])
     return used, unpaired, pairs if pairs >= 2 and used else 0

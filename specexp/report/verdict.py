@@ -67,9 +67,19 @@ def verdict_class(speedup: Estimate, family: int = 1) -> str:
     return {1: PAYS, -1: LOSES, 0: SAME}[side(speedup, family=family)]
 
 
-def times(speedup: Estimate) -> str:
-    """``×1.13 [1.09, 1.17]``, or ``×1.13`` without an interval."""
-    return f"×{speedup.value:.2f}" + (f" [{speedup.lo:.2f}, {speedup.hi:.2f}]" if speedup.known else "")
+def _times(speedup: Estimate, unpaired: bool = False) -> str:
+    """``×1.13 [1.09, 1.17]``, or ``×1.13`` without an interval; ``×1.13 [1.02, 1.25] unpaired`` for a
+    point whose windows did not take turns in a series where others did."""
+    if not speedup.known:
+        return f"×{speedup.value:.2f}"
+    return f"×{speedup.value:.2f} [{speedup.lo:.2f}, {speedup.hi:.2f}]" + (" unpaired" if unpaired else "")
+
+
+def _speedup_at(s: Series, x: float, est: Estimate) -> str:
+    """The speedup at ``x`` (``_times``), marked unpaired where its series mixes paired and unpaired points
+    (a series all one way says so once, in the methods line)."""
+    mixed = len(set(s.paired.values())) > 1
+    return _times(est, mixed and not s.paired.get(x, False))
 
 
 LOADED = 1.0  # a 1-minute load average per core from which the host was busier than its cores
@@ -80,7 +90,7 @@ def inconclusive(s: Series, xs: Sequence[float]) -> str:
     settings that narrow their intervals."""
     widest = max(xs, key=lambda x: s.points[x].hi / max(s.points[x].lo, 1e-12))
     est = s.points[widest]
-    causes = [f"the widest interval is at {_at(s, [widest])} ({times(est)})"]
+    causes = [f"the widest interval is at {_at(s, [widest])} ({_times(est)})"]
     if not s.paired.get(widest, False):
         causes.append("its arms' windows did not take turns, so the machine's drift is not paired away (arms=auto)")
     loaded = {x: v for x, v in s.host_load.items() if x in xs and v >= LOADED}
@@ -145,16 +155,17 @@ def describe(s: Series) -> str:
         if cls == SAME:
             parts.append(f"no measurable difference at {_at(s, [x for x, _ in run])}")
         elif cls == PAYS and i == 0 and len(runs) > 1:
-            parts.append(f"pays up to {_at(s, [last])} ({times(last_est)})")
+            parts.append(f"pays up to {_at(s, [last])} ({_speedup_at(s, last, last_est)})")
         elif cls == LOSES and i == len(runs) - 1 and len(runs) > 1:
-            parts.append(f"loses from {_at(s, [first])} ({times(first_est)})")
+            parts.append(f"loses from {_at(s, [first])} ({_speedup_at(s, first, first_est)})")
         elif len(run) == 1:
-            parts.append(f"{cls} at {_at(s, [first])} ({times(first_est)})")
+            parts.append(f"{cls} at {_at(s, [first])} ({_speedup_at(s, first, first_est)})")
         else:
             every = "every measured " if len(runs) == 1 and not doubtful else ""
             gaps = any(first < x < last for x in doubtful)
             span = ", ".join(f"{x:g}" for x, _ in run) if gaps else f"{first:g}-{last:g}"
-            parts.append(f"{cls} at {every}{s.axis.at.format(x=span)} ({times(first_est)} to {times(last_est)})")
+            ends = f"{_speedup_at(s, first, first_est)} to {_speedup_at(s, last, last_est)}"
+            parts.append(f"{cls} at {every}{s.axis.at.format(x=span)} ({ends})")
     label = s.label + (" (per-stream decode speed)" if s.axis.ratio == "decode_speedup" else "")
     if not parts:
         line = f"{label}: no point measured well enough to judge"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from specexp.metrics.stats import Estimate, paired, side
+from specexp.metrics.stats import Estimate, arm_ratio, side
 from specexp.report.analysis import AXES, Series, apply
 from specexp.report.verdict import PAYS, SAME, describe, verdict_class, verdicts
 from tests.unit.test_analysis import row
@@ -23,12 +23,13 @@ def test_a_class_one_batch_alone_would_give_is_not_claimed_jointly() -> None:
 
 
 def test_joint_classes_hold_at_95_percent_over_four_null_batches() -> None:
-    """Known truth: four batches whose speedup is exactly 1, each measured in 8 window pairs (paired t on
-    the log scale); a false class at any of them counts against the sweep."""
+    """Known truth: four batches whose speedup is exactly 1, each measured in 8 window pairs (the paired
+    ratio of sums, t on the log scale); a false class at any of them counts against the sweep."""
     rng = np.random.default_rng(11)
     sweeps, alone, joint = 1500, 0, 0
     for _ in range(sweeps):
-        ests = [paired(np.exp(rng.normal(0.0, 0.05, 8)), np.ones(8)) for _ in range(4)]
+        ones = np.ones(8)
+        ests = [arm_ratio((np.exp(rng.normal(0.0, 0.05, 8)), ones), (ones, ones), True) for _ in range(4)]
         alone += any(side(e, draws=399) != 0 for e in ests)
         joint += any(side(e, draws=399, family=4) != 0 for e in ests)
     assert alone / sweeps > 0.12  # about 1 - 0.95^4 = 18.5%
