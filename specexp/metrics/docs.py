@@ -44,12 +44,15 @@ in the job's output folder, written before anything is sent to MLflow.
   windows of `workload.num_prompts` requests, default max(4, 2 × batch), or until `measure.rel_ci`),
   after a stated warm-up phase: the warm-up requests, then `measure.warmup_windows` (default 2) whole
   windows at the point's concurrency, discarded. No measured window is dropped. Counts are summed over
-  the windows and every other metric is their mean, with `<key>_ci95` (the 95% Student-t half-width
-  over windows, exact scipy quantiles) beside it; a rate (`goodput`) gets its interval on the log
-  scale, a ratio of sums (`decode_speed`, `completion_rate`: the windows' summed tokens or completions
-  over their summed seconds, never a mean of per-request rates) the ratio estimator's over windows,
-  and a proportion (`slo_attainment`) the exact binomial one over requests, all with their bounds as
-  `<key>_lo` / `<key>_hi`. Every output prints an interval as `[lo, hi]` and says once how it was made.
+  the windows and every other metric is their mean, with a 95% Student-t interval over windows (exact
+  scipy quantiles) made where it cannot leave the metric's range: on the log scale for a positive
+  quantity (a latency, a throughput, a rate, a length, `accept_length`), on the logit scale for a
+  fraction (`accept_rate`, `accept_rate_pos_<i>`, `client_burst_share`, `host_cpu_steal`), plain
+  for the rest; `<key>_ci95` is half its width. A ratio of sums (`decode_speed`, `completion_rate`:
+  the windows' summed tokens or completions over their summed seconds, never a mean of per-request
+  rates) gets the ratio estimator's interval over windows, and a proportion (`slo_attainment`) the
+  exact binomial one over requests; every bounded interval has its bounds as `<key>_lo` / `<key>_hi`.
+  Every output prints an interval as `[lo, hi]` and says once how it was made.
 - A speculative point's ratios to its baseline (`speedup`, ...) are one estimand, said below (One
   speedup); verdict classes and break-even bounds are read from the same draws of every point's
   distribution.

@@ -14,7 +14,7 @@ from typing import Any
 
 from specexp.metrics.registry import RATIO_METRICS, header
 from specexp.metrics.stats import LEVEL
-from specexp.metrics.windows import POOLED, RATES
+from specexp.metrics.windows import POOLED, scale_of
 
 RATIO_KEYS = tuple(key for key, _, _ in RATIO_METRICS)
 LEVEL_TEXT = f"{LEVEL:.0%}"
@@ -37,6 +37,14 @@ def ratio_method(pairs: Sequence[float]) -> str:
     return "arms' pooled windows (tokens over seconds), " + ", ".join(parts)
 
 
+def _asymmetric(row: Mapping[str, Any], key: str) -> bool:
+    """Whether a row's interval of ``key`` is not centred on its value (made on a log or logit scale)."""
+    value, lo, hi = (row.get(k) for k in (key, f"{key}_lo", f"{key}_hi"))
+    if value is None or lo is None or hi is None:
+        return False
+    return abs((hi - value) - (value - lo)) > 1e-9 * max(abs(value), 1.0)
+
+
 def key_method(key: str, rows: Sequence[Mapping[str, Any]]) -> str | None:
     """How the intervals of ``key`` in ``rows`` (flat point rows) were made; None when none has one."""
     mine = [row for row in rows if row.get(f"{key}_ci95") is not None or row.get(f"{key}_lo") is not None]
@@ -49,9 +57,8 @@ def key_method(key: str, rows: Sequence[Mapping[str, Any]]) -> str | None:
         return ratio_method([float(row.get("windows_paired") or 0) for row in mine])
     if key in POOLED:
         return f"ratio estimator over {windows} (log scale)"
-    if key in RATES:
-        return f"Student-t over {windows} (log scale)"
-    return f"Student-t over {windows}"
+    scale = scale_of(key) if any(_asymmetric(row, key) for row in mine) else "linear"  # else recorded before scales
+    return f"Student-t over {windows}" + ("" if scale == "linear" else f" ({scale} scale)")
 
 
 def methods_line(keys: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str | None:

@@ -764,9 +764,9 @@ METRICS: tuple[Metric, ...] = (
                 2,
                 "mean",
                 key not in ("ttft_ratio", "tpot_ratio"),
-                f"{key} as the ratio of the two arms' means, their windows taken as independent: log(ratio) ± "
-                "t · √((se/mean)² + (se/mean)²), Welch-Satterthwaite degrees of freedom, exponentiated; kept beside "
-                "the paired figure for comparison",
+                f"{key}'s value (the same estimand, over the same windows) with the unpaired interval, the arms' "
+                "windows taken as independent: the two arms' relative residual variances added, Welch-Satterthwaite "
+                "degrees of freedom, on the log scale; kept beside the paired figure for comparison",
                 _W,
             ),
         )

@@ -14,6 +14,8 @@ Three kinds of estimate, each saying how its interval is made:
 - ``log`` also holds a ratio of sums over windows (``ratio_of_sums``: tokens over seconds), its
   se from the ratio estimator's residuals, and the ratio of two arms' such sums (``arm_ratio``: every
   speedup's one estimand), paired over windows that took turns or unpaired (Welch).
+- ``logit``: a mean of fractions (an acceptance rate per window) whose Student-t interval is made on
+  logit(value) (the delta method: se / (p (1 − p))): never outside [0, 1]. ``se`` is on that scale.
 - ``proportion``: ``value`` = k / n over ``n`` trials (``df`` holds n), with the Clopper-Pearson
   (exact binomial) interval: never outside [0, 1].
 """
@@ -51,6 +53,10 @@ def grid(draws: int = DRAWS) -> np.ndarray:
     return probabilities
 
 
+# A bounded estimate's interval is made on a scale where it is unbounded, and mapped back: (to, back).
+SCALES = {"log": (np.log, np.exp), "logit": (special.logit, special.expit)}
+
+
 def t975(df: float) -> float:
     """The exact 97.5% Student-t quantile (fractional degrees of freedom allowed)."""
     return float(special.stdtrit(df, 1 - TAIL))
@@ -64,7 +70,7 @@ class Estimate:
     value: float
     se: float = 0.0
     df: float = 0.0
-    scale: str = "linear"  # linear | log | proportion
+    scale: str = "linear"  # linear | log | logit | proportion
 
     @property
     def known(self) -> bool:
@@ -80,9 +86,10 @@ class Estimate:
             return _clopper_pearson(round(self.value * self.df), int(self.df), p)
         if self.se == 0:
             return np.full(p.shape, self.value)
-        if self.scale == "log":
+        if self.scale in SCALES:
+            to, back = SCALES[self.scale]
             with np.errstate(over="ignore"):
-                return np.exp(math.log(self.value) + self.se * special.stdtrit(self.df, p))
+                return back(to(self.value) + self.se * special.stdtrit(self.df, p))
         return self.value + self.se * special.stdtrit(self.df, p)  # scipy.stats.t.ppf without its overhead
 
     @cached_property
@@ -144,6 +151,15 @@ def positive(samples: Sequence[float]) -> Estimate:
     if not est.known or est.value <= 0:
         return Estimate(est.value, 0.0, est.df)
     return Estimate(est.value, est.se / est.value, est.df, "log")
+
+
+def fraction(samples: Sequence[float]) -> Estimate:
+    """The mean of fractions in [0, 1] (a window's acceptance rate) with its interval on the logit scale,
+    so that it never leaves [0, 1]; a mean of exactly 0 or 1 (every window so) has no spread."""
+    est = estimate(samples)
+    if not est.known or not 0 < est.value < 1:
+        return Estimate(est.value, 0.0, est.df)
+    return Estimate(est.value, est.se / (est.value * (1 - est.value)), est.df, "logit")
 
 
 def proportion(successes: int, trials: int) -> Estimate:
@@ -213,11 +229,12 @@ def from_interval(value: float, half: float | None, n: int) -> Estimate:
     return Estimate(value, half / t975(n - 1), n - 1)
 
 
-def from_bounds(value: float, lo: float | None, hi: float | None, df: float) -> Estimate:
-    """A log-scale estimate back from its recorded value, 95% bounds and degrees of freedom."""
-    if lo is None or hi is None or df <= 0 or value <= 0 or lo <= 0:
+def from_bounds(value: float, lo: float | None, hi: float | None, df: float, scale: str = "log") -> Estimate:
+    """A log- (or logit-) scale estimate back from its recorded value, 95% bounds and degrees of freedom."""
+    if lo is None or hi is None or df <= 0 or value <= 0 or lo <= 0 or (scale == "logit" and hi >= 1):
         return Estimate(value)
-    return Estimate(value, (math.log(hi) - math.log(lo)) / (2 * t975(df)), df, "log")
+    to, _ = SCALES[scale]
+    return Estimate(value, float(to(hi) - to(lo)) / (2 * t975(df)), df, scale)
 
 
 def _log_se(e: Estimate) -> float:
@@ -241,20 +258,24 @@ def ratio(num: Estimate, den: Estimate) -> Estimate:
 
 def combine(parts: Sequence[Estimate]) -> Estimate:
     """One point measured on several server launches. Proportions pool their trials. Otherwise the
-    mean of the launches' means (on the log scale for log estimates): its interval comes from the
-    spread between launches, and is never narrower than the windows within the launches allow."""
+    mean of the launches' means (on their scale for log and logit estimates): its interval comes from
+    the spread between launches, and is never narrower than the windows within the launches allow."""
     if len(parts) == 1:
         return parts[0]
     if all(p.scale == "proportion" for p in parts):
         return proportion(sum(round(p.value * p.df) for p in parts), int(sum(p.df for p in parts)))
-    log = all(p.scale == "log" and p.value > 0 for p in parts)
-    centres = [math.log(p.value) if log else p.value for p in parts]
-    between = estimate(centres)
+    scale = parts[0].scale
+    if scale not in SCALES or any(
+        p.scale != scale or p.value <= 0 or (scale == "logit" and p.value >= 1) for p in parts
+    ):
+        scale = "linear"
+    to, back = SCALES.get(scale, (float, float))
+    between = estimate([float(to(p.value)) for p in parts])
     within_se = math.sqrt(sum(p.se**2 for p in parts)) / len(parts)
     centre, se, df = between.value, between.se, between.df
     if within_se > between.se:
         se, df = within_se, sum(p.df for p in parts)
-    return Estimate(math.exp(centre), se, df, "log") if log else Estimate(centre, se, df)
+    return Estimate(float(back(centre)), se, df, scale)
 
 
 def side(est: Estimate, level: float = 1.0, draws: int = DRAWS, family: int = 1) -> int:

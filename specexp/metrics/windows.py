@@ -15,14 +15,38 @@ from collections.abc import Sequence
 from specexp.config import MeasureConfig
 from specexp.metrics.registry import lookup
 from specexp.metrics.requests import pooled_throughput
-from specexp.metrics.stats import estimate, interval_keys, positive, proportion, ratio_of_sums
+from specexp.metrics.stats import Estimate, estimate, fraction, interval_keys, positive, proportion, ratio_of_sums
 
 TREND_KEY = "output_throughput"  # the window metric precision is judged on
 # Per-window bookkeeping (each window's start and end, epoch seconds): kept in the windows, not a metric.
 WINDOW_TIMES = ("window_start", "window_end")
 RATES = ("goodput",)  # non-negative rates: intervals on the log scale (stats.positive)
+# Fractions in [0, 1] averaged over windows: intervals on the logit scale (stats.fraction).
+FRACTIONS = ("accept_rate", "accept_rate_pos", "client_burst_share", "host_cpu_steal")
+# Positive quantities: intervals on the log scale; every key of these units, and these unitless ones.
+POSITIVE_UNITS = ("tok/s", "req/s", "ms", "s", "count")
+POSITIVE = (*RATES, "accept_length", "tokens_per_chunk_mean", "host_load1", "client_cpu", "client_server_gap")
 # Ratios of sums: key -> (numerator, denominator), each window's sums (stats.ratio_of_sums).
 POOLED = {"decode_speed": ("decode_tokens", "decode_s"), "completion_rate": ("completions", "completion_s")}
+
+
+def scale_of(key: str) -> str:
+    """How a window-averaged key's interval is made, so that it never leaves the key's range: ``logit``
+    for a fraction (FRACTIONS), ``log`` for a positive quantity (a latency, a rate, a length: its unit
+    in POSITIVE_UNITS, or one of POSITIVE), ``linear`` for the rest."""
+    metric = lookup(key)
+    if metric is None:
+        return "linear"
+    if metric.key in FRACTIONS:
+        return "logit"
+    if metric.unit in POSITIVE_UNITS or metric.key in POSITIVE:
+        return "log"
+    return "linear"
+
+
+def window_estimate(key: str, values: Sequence[float]) -> Estimate:
+    """The mean of a key's window values with its interval on the key's scale (``scale_of``)."""
+    return {"logit": fraction, "log": positive, "linear": estimate}[scale_of(key)](values)
 
 
 def rel_half_width(values: Sequence[float]) -> float:
@@ -76,7 +100,7 @@ def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> di
         if metric is not None and metric.aggregate == "sum":  # counts, per-category ones too
             out[key] = float(sum(values))
             continue
-        out |= interval_keys(key, positive(values) if key in RATES else estimate(values))
+        out |= interval_keys(key, window_estimate(key, values))
     for key, (num, den) in POOLED.items():
         parts = [(w[num], w[den]) for w in windows if w.get(den, 0.0) > 0]
         if parts:

@@ -35,6 +35,7 @@ from specexp.metrics.stats import (
     proportion,
     ratio,
 )
+from specexp.metrics.windows import scale_of
 from specexp.report.crossing import breaks_trend, crossing_bounds, crossing_draws, crossover, crossover_interval
 from specexp.result import PointResult
 
@@ -108,7 +109,8 @@ def metric_estimate(row: PointResult, key: str) -> Estimate | None:
         return proportion(int(metrics["slo_met"]), int(requests_of(metrics)))
     windows = int(metrics.get("windows", 1))
     if f"{key}_lo" in metrics and f"{key}_hi" in metrics:
-        return from_bounds(metrics[key], metrics[f"{key}_lo"], metrics[f"{key}_hi"], windows - 1)
+        scale = "logit" if scale_of(key) == "logit" else "log"
+        return from_bounds(metrics[key], metrics[f"{key}_lo"], metrics[f"{key}_hi"], windows - 1, scale)
     return from_interval(metrics[key], metrics.get(f"{key}_ci95"), windows)
 
 

@@ -12,6 +12,7 @@ from specexp.metrics.stats import (
     arm_ratio,
     combine,
     estimate,
+    fraction,
     from_bounds,
     from_interval,
     positive,
@@ -137,3 +138,13 @@ def test_draws_follow_the_estimate() -> None:
     draws = Estimate(10.0, 1.0, 30).draws(rng, 19999)
     assert draws.mean() == pytest.approx(10.0, abs=0.05) and draws.std() == pytest.approx(1.0, rel=0.05)
     assert set(Estimate(3.0).draws(rng, 5)) == {3.0}
+
+
+def test_a_fractions_interval_is_made_on_the_logit_scale_and_read_back_so() -> None:
+    est = fraction([0.99, 0.75, 0.97])
+    assert est.scale == "logit" and 0 < est.lo < est.value < est.hi < 1
+    assert fraction([1.0, 1.0, 1.0]).half == 0.0 and fraction([0.0, 0.0]).lo == 0.0  # all one way: no spread
+    back = from_bounds(est.value, est.lo, est.hi, est.df, "logit")
+    assert (back.lo, back.hi) == pytest.approx((est.lo, est.hi))
+    both = combine([est, fraction([0.9, 0.8, 0.95])])  # two launches: still a fraction
+    assert both.scale == "logit" and 0 < both.lo < both.hi < 1
