@@ -52,6 +52,12 @@ in the job's output folder, written before anything is sent to MLflow.
   the windows' summed tokens or completions over their summed seconds, never a mean of per-request
   rates) gets the ratio estimator's interval over windows, and a proportion (`slo_attainment`) the
   exact binomial one over requests; every bounded interval has its bounds as `<key>_lo` / `<key>_hi`.
+- `measure.rel_ci` is checked only at pre-declared looks (`measure.windows` windows, then 1.5 times as
+  many each look, up to `measure.max_windows`); each look spends a share of the 5% (Lan-DeMets'
+  O'Brien-Fleming spending, Bonferroni across looks), and a point that stopped there reports every
+  interval, and its speedups, at that share's level: stopping early keeps 95%
+  (benchmarks/sequential_coverage.py). The verdict says the smallest speedup difference each point's
+  windows could detect at 80% power, at the spread they showed.
   Every output prints an interval as `[lo, hi]` and says once how it was made.
 - A speculative point's ratios to its baseline (`speedup`, ...) are one estimand, said below (One
   speedup); verdict classes and break-even bounds are read from the same draws of every point's

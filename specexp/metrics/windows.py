@@ -9,10 +9,10 @@ narrow an interval by throwing away the evidence against it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from specexp.config import MeasureConfig
+from specexp.metrics import sequential
 from specexp.metrics.registry import lookup
 from specexp.metrics.requests import pooled_throughput
 from specexp.metrics.stats import Estimate, estimate, fraction, interval_keys, positive, proportion, ratio_of_sums
@@ -49,18 +49,16 @@ def window_estimate(key: str, values: Sequence[float]) -> Estimate:
     return {"logit": fraction, "log": positive, "linear": estimate}[scale_of(key)](values)
 
 
-def rel_half_width(values: Sequence[float]) -> float:
-    """The 95% half-width of the mean of ``values`` relative to the mean (inf below two values)."""
-    est = estimate(values)
-    return est.half / abs(est.value) if est.known and est.value else math.inf
-
-
 def enough(values: Sequence[float], measure: MeasureConfig) -> bool:
-    """Whether the windows so far are ``measure.windows`` (and, with ``measure.rel_ci``, whether they
-    are that precise)."""
+    """Whether the windows so far are ``measure.windows`` (and, with ``measure.rel_ci``, whether at one of
+    the pre-declared looks their interval, made at that look's share of the 5%, is that precise:
+    specexp.metrics.sequential)."""
     if len(values) < measure.windows:
         return False
-    return measure.rel_ci is None or rel_half_width(values) <= measure.rel_ci
+    if measure.rel_ci is None:
+        return True
+    est = window_estimate(TREND_KEY, values)
+    return sequential.stop(est, len(values), measure.windows, measure.max_windows, measure.rel_ci)
 
 
 def more_windows(values: Sequence[float], measure: MeasureConfig, elapsed_s: float) -> bool:
@@ -88,7 +86,13 @@ def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> di
     doubt about the point: its interval is just wider. ``output_throughput_pooled`` is the windows'
     tokens over their seconds together (a point's rate whatever its windows' lengths); ``decode_speed``
     likewise its windows' decode tokens over their decode seconds (POOLED), with the ratio
-    estimator's interval over the windows."""
+    estimator's interval over the windows. With ``measure.rel_ci`` every interval is made at the level
+    of the look the point stopped at (specexp.metrics.sequential), so that stopping early keeps 95%."""
+    alpha = None if measure.rel_ci is None else sequential.alpha_at(len(windows), measure.windows, measure.max_windows)
+
+    def at_look(est: Estimate) -> Estimate:  # a point that stopped on a precision target: its look's level
+        return est if alpha is None else sequential.widen(est, alpha)
+
     out: dict[str, float] = {
         "windows": len(windows),
         "windows_warmup": 0,
@@ -100,11 +104,11 @@ def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> di
         if metric is not None and metric.aggregate == "sum":  # counts, per-category ones too
             out[key] = float(sum(values))
             continue
-        out |= interval_keys(key, window_estimate(key, values))
+        out |= interval_keys(key, at_look(window_estimate(key, values)))
     for key, (num, den) in POOLED.items():
         parts = [(w[num], w[den]) for w in windows if w.get(den, 0.0) > 0]
         if parts:
-            out |= interval_keys(key, ratio_of_sums(*zip(*parts, strict=True)))
+            out |= interval_keys(key, at_look(ratio_of_sums(*zip(*parts, strict=True))))
     out |= saturated(out)
     if "slo_met" in out:
         trials = out.get("requests_ok", 0.0) + out.get("requests_failed", 0.0)

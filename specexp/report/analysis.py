@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from specexp.config import SloConfig
 from specexp.load.host import CLIENT_CPU_WARNING
+from specexp.metrics import sequential
 from specexp.metrics.stats import (
     Estimate,
     Sums,
@@ -37,6 +38,7 @@ from specexp.metrics.stats import (
 )
 from specexp.metrics.windows import scale_of
 from specexp.report.crossing import breaks_trend, crossing_bounds, crossing_draws, crossover, crossover_interval
+from specexp.report.distinguish import distinguishing
 from specexp.result import PointResult
 
 # Params that differ between points of one sweep without making them different experiments.
@@ -197,11 +199,28 @@ def arms_ratio(num: PointResult, den: PointResult, metric: str, pairs: int = 0) 
     return ratio(top, bottom), ratio(top, bottom)
 
 
+def _number(params: dict, key: str) -> float | None:
+    value = params.get(key)
+    return None if value in (None, "", "None", "null") else float(value)
+
+
+def look_alpha(row: PointResult, base: PointResult) -> float | None:
+    """The error a ratio's interval is made at when the point stopped on a precision target
+    (``measure.rel_ci``): the share of the look its arms stopped at (specexp.metrics.sequential); None
+    for a fixed number of windows (5%)."""
+    if _number(row.params, "measure.rel_ci") is None or not row.windows:
+        return None
+    windows, most = _number(row.params, "measure.windows"), _number(row.params, "measure.max_windows")
+    if windows is None or most is None:
+        return None
+    return sequential.alpha_at(max(len(row.windows), len(base.windows)), int(windows), int(most))
+
+
 def ratio_estimates(row: PointResult, base: PointResult) -> tuple[dict[str, Estimate], dict[str, Estimate], int]:
     """A speculative row's ratios to its baseline (RATIOS for its load kind), each the one estimand
     (``arms_ratio``): the estimates used (paired where two or more windows took turns), their unpaired
-    twins, and the window pairs used (0: unpaired). A row without windows (read back) keeps what its
-    analysis recorded."""
+    twins, and the window pairs used (0: unpaired); a point that stopped on a precision target gets its
+    look's level (``look_alpha``). A row without windows (read back) keeps what its analysis recorded."""
     pairs = alternated(row.windows, base.windows)
     used: dict[str, Estimate] = {}
     unpaired: dict[str, Estimate] = {}
@@ -210,7 +229,8 @@ def ratio_estimates(row: PointResult, base: PointResult) -> tuple[dict[str, Esti
             used[key] = earlier
             unpaired[key] = _recorded(row, f"{key}_unpaired", False) or earlier
         elif (found := arms_ratio(row, base, metric, pairs)) is not None:
-            used[key], unpaired[key] = found
+            alpha = look_alpha(row, base)
+            used[key], unpaired[key] = found if alpha is None else tuple(sequential.widen(e, alpha) for e in found)
     if not row.windows and "windows_paired" in row.metrics:
         pairs = int(row.metrics["windows_paired"])
     return used, unpaired, pairs if pairs >= 2 and used else 0
@@ -321,7 +341,7 @@ def _places(rows: Sequence[PointResult], indices: Sequence[int], stem: str) -> d
     for (name, ident), places in grouped.items():
         label = f"{stem}.{name}"
         if len(by_drafter[name]) > 1:
-            label += "." + ".".join(v for k, v in _distinguishing(ident, by_drafter[name]))
+            label += "." + ".".join(v for k, v in distinguishing(ident, by_drafter[name]))
         out[label] = dict(sorted(places.items()))
     return out
 
@@ -392,28 +412,6 @@ def slo_rates(rows: Sequence[PointResult]) -> dict[str, float]:
             lo, hi = crossover_interval(points, level)
             out |= {key + suffix: bound for suffix, bound in (("_lo", lo), ("_hi", hi)) if math.isfinite(bound)}
     return out
-
-
-def _differing(ident: tuple, others: list[tuple]) -> list[tuple[str, str]]:
-    keys = {k for other in others for k, v in other if (k, v) not in ident} | {
-        k for k, v in ident if any((k, v) not in other for other in others)
-    }
-    return [(k, v) for k, v in ident if k in keys]
-
-
-def _named(settings: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Of a config group whose ``name`` is among ``settings``, the name alone: ``humaneval``, not also
-    its API, lengths and multi-line prompt format."""
-    groups = {k.removesuffix(".name") for k, _ in settings if k.endswith(".name")}
-    return [(k, v) for k, v in settings if k.endswith(".name") or k.rpartition(".")[0] not in groups]
-
-
-def _distinguishing(ident: tuple, others: list[tuple]) -> list[tuple[str, str]]:
-    """The settings that tell ``ident`` from the drafter's other series, groups by their names where
-    the names alone still tell every series apart."""
-    short = {other: _named(_differing(other, others)) for other in others}
-    unique = len({tuple(v) for v in short.values()}) == len(others)
-    return short[ident] if unique else _differing(ident, others)
 
 
 @dataclass

@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 
 from specexp.metrics.methods import LEVEL_TEXT, ratio_method
+from specexp.metrics.sequential import POWER, detectable_from
 from specexp.metrics.stats import LEVEL, TAIL, Estimate, side
 from specexp.report.analysis import Analysis, Series, metric_estimate, slo_target
 from specexp.result import PointResult
@@ -91,6 +92,10 @@ def inconclusive(s: Series, xs: Sequence[float]) -> str:
     widest = max(xs, key=lambda x: s.points[x].hi / max(s.points[x].lo, 1e-12))
     est = s.points[widest]
     causes = [f"the widest interval is at {_at(s, [widest])} ({_times(est)})"]
+    if (least := detectable_from(est)) is not None:
+        causes.append(
+            f"at the spread its windows show they detect only a difference of {least:.0%} ({POWER:.0%} power)"
+        )
     if not s.paired.get(widest, False):
         causes.append("its arms' windows did not take turns, so the machine's drift is not paired away (arms=auto)")
     loaded = {x: v for x, v in s.host_load.items() if x in xs and v >= LOADED}
@@ -215,9 +220,22 @@ def methods(rows: Sequence[PointResult], analysis: Analysis) -> str | None:
             "quantiles of where the speedups, drawn from every point's distribution together, first and last "
             "fall below 1"
         )
+    if power := _power(analysis.series):
+        parts.append(power)
     if any(r.ok and r.load == "rate" and "slo_attainment" in r.metrics for r in rows):
         parts.append("SLO attainment: Clopper-Pearson over requests")
     return METHODS_LEAD + "; ".join(parts) if parts else None
+
+
+def _power(all_series: Sequence[Series]) -> str | None:
+    """``power: a speedup difference of 6%-14% detectable (80% power, at each point's spread)``: the
+    smallest difference the design could tell from none, at the spread the points showed."""
+    found = [d for s in all_series for p in s.points.values() if (d := detectable_from(p)) is not None]
+    if not found:
+        return None
+    lo, hi = min(found), max(found)
+    span = f"{lo:.0%}" if f"{lo:.0%}" == f"{hi:.0%}" else f"{lo:.0%}-{hi:.0%}"
+    return f"power: a speedup difference of {span} detectable ({POWER:.0%} power, at each point's spread)"
 
 
 def _slo_text(rows: Sequence[PointResult]) -> str:

@@ -40,11 +40,12 @@ def test_fixed_windows_stop_after_enough_steady_ones() -> None:
     assert not more_windows([40.0, 100.0, 101.0], measure, elapsed_s=1.0)  # however unlike, every window counts
 
 
-def test_a_precision_target_measures_until_the_interval_is_that_tight() -> None:
-    measure = MeasureConfig(windows=3, rel_ci=0.03, max_windows=20)
+def test_a_precision_target_measures_until_the_interval_is_that_tight_at_a_look() -> None:
+    measure = MeasureConfig(windows=3, rel_ci=0.03, max_windows=20)  # looks at 3, 5, 8, 12, 18, 20 windows
     wide = [100.0, 112.0, 90.0]
     assert more_windows(wide, measure, elapsed_s=1.0)
-    assert not more_windows([100.0, 101.0, 99.0, 100.5], measure, elapsed_s=1.0)
+    assert more_windows([100.0, 100.2, 99.9, 100.1], measure, elapsed_s=1.0)  # precise, but no look at 4
+    assert not more_windows([100.0, 100.2, 99.9, 100.1, 100.0], measure, elapsed_s=1.0)
 
 
 def test_caps_stop_a_point_that_never_settles() -> None:
