@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from specexp.metrics.stats import Estimate, arm_ratio, side
-from specexp.report.crossing import crossing_bounds, crossing_draws
+from specexp.report.crossing import crossing_bounds, crossing_draws, first_crossings
 
 PAIRS = 8  # windows per arm, taking turns
 NOISE = 0.06  # the spread of one window pair's log ratio
@@ -66,7 +66,7 @@ def run(sweeps: int, seed: int) -> None:
                 if m > 1 and true_cross is not None:
                     first, last = crossing_draws(points)
                     lo, _ = crossing_bounds(first, last, len(xs))
-                    _, first_hi = crossing_bounds(first, first, len(xs))
+                    _, first_hi = crossing_bounds(*first_crossings(points), len(xs))
                     crossings += 1
                     covered += lo <= true_cross <= first_hi
             be = f"{covered / crossings:.1%}" if crossings else "-"

@@ -794,8 +794,9 @@ METRICS: tuple[Metric, ...] = (
         "wins. Its 95% bounds (_lo/_hi), from joint draws of every point's speedup distribution (the draws "
         "the verdict's classes are decided on): _lo the 2.5% / m tail of where a draw first falls below 1, _hi "
         "the (1 − 2.5% / m) one of where it last does, m the series' points (Bonferroni, so that the bounds and the "
-        "classes hold jointly at 95%); absent where open (a tail of draws below 1 from the first batch on / "
-        "never below 1)",
+        "classes hold jointly at 95%); each drawn curve is read between measured batches both linearly and in "
+        "log(speedup) (the curve's shape between them is unknown): the earlier first and the later last crossing; "
+        "absent where open (a tail of draws below 1 from the first batch on / never below 1)",
         _W,
         labelled=True,
         level="sweep",

@@ -37,7 +37,14 @@ from specexp.metrics.stats import (
     ratio,
 )
 from specexp.metrics.windows import scale_of
-from specexp.report.crossing import breaks_trend, crossing_bounds, crossing_draws, crossover, crossover_interval
+from specexp.report.crossing import (
+    breaks_trend,
+    crossing_bounds,
+    crossing_draws,
+    crossover,
+    crossover_interval,
+    first_crossings,
+)
 from specexp.report.distinguish import distinguishing
 from specexp.result import PointResult
 
@@ -367,9 +374,8 @@ def series(rows: Sequence[PointResult], estimates: dict[int, dict[str, Estimate]
             if trusted:  # the crossover from the points that can be believed
                 s.crossover = crossover([(x, p.value) for x, p in trusted.items()])
                 if s.intervals:
-                    first, last = crossing_draws(trusted)
-                    s.lo, s.hi = crossing_bounds(first, last, s.family)
-                    _, s.first_hi = crossing_bounds(first, first, s.family)
+                    s.lo, s.hi = crossing_bounds(*crossing_draws(trusted), s.family)
+                    _, s.first_hi = crossing_bounds(*first_crossings(trusted), s.family)
             out.append(s)
     return out
 
