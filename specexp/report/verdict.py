@@ -17,9 +17,9 @@ import math
 from collections.abc import Sequence
 
 from specexp.metrics.methods import LEVEL_TEXT, ratio_method
-from specexp.metrics.sequential import POWER, detectable_from
+from specexp.metrics.sequential import POWER, detectable_from, looks
 from specexp.metrics.stats import LEVEL, TAIL, Estimate, side
-from specexp.report.analysis import Analysis, Series, metric_estimate, slo_target
+from specexp.report.analysis import Analysis, Series, look_alpha, metric_estimate, slo_target
 from specexp.result import PointResult
 
 PAYS, LOSES, SAME = "pays", "loses", "same"
@@ -218,13 +218,27 @@ def methods(rows: Sequence[PointResult], analysis: Analysis) -> str | None:
             f"{sizes} points (Bonferroni: each class at {1 - (1 - LEVEL) / max(families):.1%} where a series has "
             f"{max(families)}); break-evens: the {TAIL / max(families):.2%} and {1 - TAIL / max(families):.2%} "
             "quantiles of where the speedups, drawn from every point's distribution together, first and last "
-            "fall below 1"
+            "fall below 1 (read between batches both linearly and in log speedup)"
         )
+    if looked := _looks(rows):
+        parts.append(looked)
     if power := _power(analysis.series):
         parts.append(power)
     if any(r.ok and r.load == "rate" and "slo_attainment" in r.metrics for r in rows):
         parts.append("SLO attainment: Clopper-Pearson over requests")
     return METHODS_LEAD + "; ".join(parts) if parts else None
+
+
+def _looks(rows: Sequence[PointResult]) -> str | None:
+    """How points measured to a precision target (``measure.rel_ci``) keep 95%; None without one."""
+    for row in rows:
+        if look_alpha(row, row) is not None:
+            at = looks(int(row.params["measure.windows"]), int(row.params["measure.max_windows"]))
+            return (
+                "points measured to measure.rel_ci: every interval at its look's share of the 5% (O'Brien-Fleming "
+                f"spending over looks at {', '.join(map(str, at))} windows), so that stopping early keeps 95%"
+            )
+    return None
 
 
 def _power(all_series: Sequence[Series]) -> str | None:

@@ -102,5 +102,7 @@ def test_a_speedup_that_stopped_on_a_precision_target_gets_its_looks_level_and_t
     assert a["speedup"] == b["speedup"] and b["speedup_lo"] < a["speedup_lo"] < a["speedup_hi"] < b["speedup_hi"]
     line, how = verdicts(fixed, apply(fixed))
     assert "power: a speedup difference of " in how and "(80% power, at each point's spread)" in how
-    line, _ = verdicts(early, apply(early))
+    assert "measure.rel_ci" not in how
+    line, how = verdicts(early, apply(early))
     assert "no measurable difference at batch 4" in line and "they detect only a difference of " in line
+    assert "O'Brien-Fleming spending over looks at 3, 5, 8, 12, 18, 20 windows), so that stopping early" in how
