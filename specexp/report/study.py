@@ -28,6 +28,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from specexp.console import fmt
+from specexp.metrics import registry
 from specexp.metrics.stats import Estimate, combine, ratio, side
 from specexp.report.analysis import RATIO_KEYS, metric_estimate
 from specexp.report.summary import TRIAL
@@ -238,11 +239,13 @@ def best_line(where: str, best: Arm, ties: Sequence[Arm], objective: str, digits
 
 
 def best_per_batch(
-    rows: Sequence[PointResult], settings: Sequence[str], objective: str, maximize: bool, digits: int = 1
+    rows: Sequence[PointResult], settings: Sequence[str], objective: str, maximize: bool, digits: int | None = None
 ) -> list[str]:
     """For each batch, the best arm of the study judged on its interval (the lucky window of a noisy
     objective is not declared best), with the arms it cannot be told apart from: over every trial in
-    the study's storage where the points name it, else over the points."""
+    the study's storage where the points name it, else over the points; ``digits`` as the tuner
+    prints the objective (the metric registry's)."""
+    digits = registry.digits(objective) if digits is None else digits
     study = open_study(rows)
     batch = next((r.batch for r in rows), 0)
     found = study_arms(study, settings, objective, batch) if study is not None else {}

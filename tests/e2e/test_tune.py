@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from specexp.report.__main__ import main as report_main
 from tests import conftest
 
 STUDY = "tune_depth-torch-tiny-tiny-b1_2"  # the preset's name, ending with the listed batches
@@ -131,6 +132,9 @@ def test_the_study_says_its_best_at_each_batch_as_the_verdict_does(study: Study)
     assert ("pooled" in best_clause) == repeated
     assert ("no single best" in line) == bool(best_row["indistinguishable"])
     assert line in study.parent().data.tags["mlflow.note.content"]
+    # and a report on the study says it too, from every trial in the storage its points name
+    assert report_main([str(study.folder), "--out", str(study.folder / "report"), "--no-plots"]) == 0
+    assert f"- {line}" in (study.folder / "report" / "report.md").read_text()
     assert (study.folder / "plots" / "study_depth.png").stat().st_size > 10_000
 
 
