@@ -139,10 +139,14 @@ def restored(trial: FrozenTrial, index: int) -> tuple[Estimate, str]:
     estimates: its value, without an interval)."""
     kept = trial.user_attrs.get("estimates") or []
     if index < len(kept):
-        data = dict(kept[index])
-        method = data.pop("method", "")
-        return Estimate(**data), method
+        return loaded(kept[index])
     return Estimate(trial.values[index]), "no interval recorded"
+
+
+def loaded(data: dict[str, Any]) -> tuple[Estimate, str]:
+    """An estimate and its method back from what ``stored`` wrote."""
+    fields = {k: v for k, v in data.items() if k != "method"}
+    return Estimate(**fields), str(data.get("method", ""))
 
 
 def trial_arms(trials: Sequence[FrozenTrial], settings: Sequence[str], index: int, batch: int) -> list[Arm]:

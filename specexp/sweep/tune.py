@@ -56,6 +56,7 @@ from specexp.report.study import (
     depth_plot,
     feasible,
     is_number,
+    loaded,
     trial_arms,
 )
 from specexp.result import BASELINE, PointResult
@@ -344,11 +345,10 @@ class Tuner:
             console.print(f"trial {trial.number} {values}: failed")
         else:
             self._tell(study, trial, values=told.values)
+            found = [loaded(data) for data in told.attrs["estimates"]]
             shown = ", ".join(
-                f"{name} {fmt(score, digits(key), half or None)}"
-                for name, score, half, key in zip(
-                    self.objective_names(), told.values, told.attrs["ci95"], keys, strict=True
-                )
+                f"{name} {fmt(e.value, digits(key), bounds=(e.lo, e.hi) if e.known and e.se else None)} ({how})"
+                for name, (e, how), key in zip(self.objective_names(), found, keys, strict=True)
             )
             console.print(f"trial {trial.number} {values}: {shown}")
         self._tag_runs(results, bases, trial.number, feasible(trial))
