@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from specexp.config import SloConfig
-from specexp.load.host import CLIENT_CPU_WARNING
 from specexp.metrics import sequential
 from specexp.metrics.stats import (
     Estimate,
@@ -37,6 +36,7 @@ from specexp.metrics.stats import (
     ratio,
 )
 from specexp.metrics.windows import scale_of
+from specexp.report.contention import client_bound, host_load
 from specexp.report.crossing import (
     breaks_trend,
     crossing_bounds,
@@ -246,11 +246,16 @@ def ratio_estimates(row: PointResult, base: PointResult) -> tuple[dict[str, Esti
 def _ratios(rows: Sequence[PointResult]) -> dict[int, tuple[dict[str, Estimate], dict[str, Estimate], int]]:
     """Per speculative row with a baseline from the same launch round (launches of one round run back
     to back, so a row and its baseline share the machine's drift): ratio_estimates."""
-    baselines = {(identity(r), launch(r)): r for r in rows if not r.speculative and r.ok}
+    baselines: dict[tuple, list[PointResult]] = {}
+    for r in rows:
+        if not r.speculative and r.ok:
+            baselines.setdefault((identity(r), launch(r)), []).append(r)
     out = {}
     for i, row in enumerate(rows):
-        base = baselines.get((identity(row), launch(row)))
-        if row.speculative and base is not None and row.ok:
+        found = baselines.get((identity(row), launch(row)))
+        if row.speculative and found and row.ok:
+            # several (a study: one per trial): the one its windows took turns with, else the last
+            base = max(reversed(found), key=lambda b: alternated(row.windows, b.windows))
             out[i] = ratio_estimates(row, base)
     return out
 
@@ -312,27 +317,6 @@ class Series:
         return f"{self.drafter} ({extra})" if extra else self.drafter
 
 
-def client_bound(rows: Sequence[PointResult]) -> dict[float, float]:
-    """Places at which the load client used at least CLIENT_CPU_WARNING of a core (speculative or
-    baseline point, any launch), with the largest share seen."""
-    out: dict[float, float] = {}
-    for row in rows:
-        share = row.metrics.get("client_cpu", 0.0)
-        if share >= CLIENT_CPU_WARNING:
-            out[x_of(row)] = max(share, out.get(x_of(row), 0.0))
-    return dict(sorted(out.items()))
-
-
-def host_load(rows: Sequence[PointResult]) -> dict[float, float]:
-    """Per place, the highest 1-minute load average per core seen by its points (any arm or launch)."""
-    out: dict[float, float] = {}
-    for row in rows:
-        if (load := row.metrics.get("host_load1")) is not None:
-            per_core = load / float(row.tags.get("specexp.host_cpus") or 1)
-            out[x_of(row)] = max(per_core, out.get(x_of(row), 0.0))
-    return dict(sorted(out.items()))
-
-
 def _places(rows: Sequence[PointResult], indices: Sequence[int], stem: str) -> dict[str, dict[float, list[int]]]:
     """Rows grouped into series (points that differ only along their load axis), by sweep-level key:
     ``<stem>.<drafter>``, suffixed with the settings that tell a drafter's series apart when it was
@@ -366,8 +350,8 @@ def series(rows: Sequence[PointResult], estimates: dict[int, dict[str, Estimate]
             s.unsettled = [x for x, ok in settled.items() if not ok]
             ident = identity(first, drop=AXIS_PARAMS)
             mine = [r for r in rows if r.ok and identity(r, drop=AXIS_PARAMS) == ident]
-            s.client_cpu = client_bound(mine)
-            s.host_load = host_load(mine)
+            s.client_cpu = client_bound(mine, x_of)
+            s.host_load = host_load(mine, x_of)
             s.paired = {x: all(rows[i].tags.get(METHOD_TAG) == "paired" for i in idx) for x, idx in places.items()}
             trusted = {x: p for x, p in points.items() if x not in s.unstable and x not in s.unsettled}
             s.family = max(1, len(trusted))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import optuna
-import pytest
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
@@ -153,12 +152,6 @@ def test_only_a_small_discrete_space_is_brute_forced() -> None:
     assert continuous.size() is None and covering("tpe", continuous, 100) == "tpe"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="specexp.report.analysis._ratios pairs every point with the last baseline of its settings and "
-    "round, not the one its windows took turns with (a study has one per trial): the sweep's verdict and "
-    "each point's MLflow speedup read earlier trials unpaired; the patch is in the study helper's report",
-)
 def test_the_sweeps_verdict_pairs_each_trial_with_the_baseline_it_took_turns_with() -> None:
     rng = np.random.default_rng(2)
     rows = [p for k, depth in enumerate((2, 5)) for p in in_turns(depth, float(k), rng)]
