@@ -233,7 +233,7 @@ def fold(cfg: Config, result: PointResult, collected: Collected, launched: bool)
     if result.metrics.get("client_cpu", 0.0) >= CLIENT_CPU_WARNING:
         log.warning(
             "the load client used %.0f%% of a core at %s: it, not the server, may be setting the pace "
-            "(README: Limits of the measurement)",
+            "(docs/guides/confidence.md: Limits of the measurement)",
             100 * result.metrics["client_cpu"],
             load_label(cfg),
         )

@@ -185,7 +185,7 @@ def describe(s: Series) -> str:
     for x, share in s.client_cpu.items():
         line += (
             f"; the load client used {share:.0%} of a core at {_at(s, [x])}: it may be the bottleneck there "
-            "(README: Limits of the measurement)"
+            "(docs/guides/confidence.md: Limits of the measurement)"
         )
     for x in s.unsettled:
         line += f"; unsettled at {_at(s, [x])} (a cap stopped it before measure.windows windows): raise measure.max_s"
