@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specexp.config import Config, ConfigError, DrafterConfig, EngineConfig
+from specexp.engines import synthetic
 from specexp.engines.base import Command, Engine
 
 if TYPE_CHECKING:
@@ -102,6 +103,8 @@ report(ok={{
     "speculative": None if spec is None else f"{{spec.method}} K={{spec.num_speculative_tokens}}",
     **({{}} if spec is None or not spec.num_speculative_tokens_per_batch_size
        else {{"schedule": spec.num_speculative_tokens_per_batch_size}}),
+    **({{}} if spec is None or getattr(spec, "rejection_sample_method", None) != "synthetic"
+       else {{"synthetic_acceptance_rates": spec.synthetic_acceptance_rates}}),
 }})
 """
 
@@ -169,6 +172,13 @@ def speculative_config(drafter: DrafterConfig) -> dict[str, Any]:
     if drafter.method == "ngram":
         spec["prompt_lookup_min"] = drafter.prompt_lookup_min
         spec["prompt_lookup_max"] = drafter.prompt_lookup_max
+    if drafter.synthetic:  # vLLM resolves a length to rates itself, by the rule specexp checked it with
+        spec["rejection_sample_method"] = "synthetic"
+        spec[drafter.synthetic_key.removeprefix("drafter.")] = (
+            drafter.synthetic_acceptance_length
+            if drafter.synthetic_acceptance_length is not None
+            else drafter.synthetic_acceptance_rates
+        )
     return spec
 
 
@@ -238,6 +248,9 @@ class VllmEngine(Engine):
         )
 
     def preflight(self, cfg: Config, command: Command) -> list[str]:
+        return [*self.check_argv(cfg, command), *synthetic.notes(cfg.drafter)]
+
+    def check_argv(self, cfg: Config, command: Command) -> list[str]:
         """Run vLLM's own parser and EngineArgs over the server's argv in engine.python (no server, no
         weights, no device), once that interpreter is known to be there; a rejection is a ConfigError
         carrying vLLM's message."""
@@ -292,6 +305,12 @@ class VllmEngine(Engine):
 
     def request_fields(self, cfg: Config) -> dict[str, Any]:
         return {"return_token_ids": True}
+
+    def drafter_label(self, cfg: Config) -> str:
+        return synthetic.label(cfg.drafter)
+
+    def tags(self, cfg: Config) -> dict[str, str]:
+        return synthetic.tags(cfg.drafter)
 
     async def server_info(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, Any]:
         """``/version`` and ``/v1/models`` (served name, max_model_len); plus the full resolved VllmConfig
