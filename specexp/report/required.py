@@ -221,7 +221,16 @@ def add_to(
     return metrics, [*files, *more_files], [*answer, *lines]
 
 
-def needed(found: Sequence[Required], batch: int, depth: int) -> Required | None:
-    """What a map says a drafter needs at ``batch`` and ``depth``: for an ordinary sweep's verdict
-    (a map for the same engine, model and hardware), where its drafter loses."""
-    return next((r for r in found if (r.batch, r.depth) == (batch, depth)), None)
+def would_need(found: Sequence[Required], rows: Sequence[PointResult]) -> list[str]:
+    """For an ordinary sweep's verdict, given a map (``required(map_rows)``) measured on the same engine,
+    model and hardware: at each batch where a real drafter of ``rows`` loses (speedup below 1), the
+    acceptance length it has and the one it would need there."""
+    at = {(r.batch, r.depth): r for r in found}
+    lines = []
+    for p in placed(rows):
+        req = at.get((p.batch, p.depth))
+        if req is not None and p.speedup is not None and p.speedup < 1:
+            lines.append(
+                f"at batch {p.batch} {p.drafter} has α {p.alpha:.2f} and loses; it {req.words()} (depth {p.depth})"
+            )
+    return lines

@@ -12,7 +12,7 @@ from matplotlib.image import imread
 
 from specexp.report.__main__ import report
 from specexp.report.fetch import Sweep
-from specexp.report.required import SYNTHETIC_TAG, needed, required, write
+from specexp.report.required import SYNTHETIC_TAG, required, would_need, write
 from specexp.result import PointResult
 
 NEEDS = {1: 2.0, 4: 3.0, 16: 4.0}  # batch -> the acceptance length at which the drafter's speedup is 1
@@ -50,7 +50,10 @@ def test_alpha_star_is_where_the_speedup_reaches_one_with_its_interval() -> None
     for b, need in NEEDS.items():
         assert found[b].depth == 4 and found[b].alpha_star == pytest.approx(need)
         assert found[b].lo < need < found[b].hi < need + 0.3  # 1% throughput intervals: a narrow band
-    assert needed(list(found.values()), 4, 4) is found[4] and needed(list(found.values()), 4, 2) is None
+    ordinary = [r for r in map_rows() if SYNTHETIC_TAG not in r.tags]  # another sweep: tiny and none
+    assert would_need(list(found.values()), ordinary) == [  # where it loses: batches 4 and 16
+        f"at batch {b} tiny has α 2.50 and loses; it {found[b].words()} (depth 4)" for b in (4, 16)
+    ]
 
 
 def test_beyond_the_map_is_said_so() -> None:
