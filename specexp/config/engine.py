@@ -143,11 +143,12 @@ class DrafterConfig:
     # A fixed depth in place of drafter.schedule: +sweep=validate_schedule's static arms (schedule dropped,
     # num_steps = this); null: the schedule, if any.
     fixed_depth: int | None = None
-    # Synthetic acceptance (vLLM 0.32's rejection_sample_method "synthetic"): the drafter still drafts,
-    # but verification accepts by a calibrated coin, not by the target. Either a mean acceptance length
-    # in [1, num_steps + 1], or per-position unconditional rates (position i: the chance the first i+1
-    # drafts are all accepted), non-increasing, one per draft step. Outputs are then not the model's.
+    # Synthetic acceptance at this mean acceptance length, in [1, num_steps + 1] (vLLM 0.32's
+    # rejection_sample_method "synthetic"; engine=vllm on a GPU, or torch): the drafter still drafts, a
+    # seeded coin accepts, so every cost is real but outputs are not the model's.
     synthetic_acceptance_length: float | None = None
+    # Synthetic acceptance by per-position rates instead of a length: num_steps of them, non-increasing,
+    # entry i the chance that the first i+1 drafts are all accepted.
     synthetic_acceptance_rates: list[float] | None = None
 
     def __post_init__(self) -> None:
