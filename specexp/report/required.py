@@ -46,9 +46,9 @@ class Required:
 
     def words(self) -> str:
         if self.alpha_star == math.inf:
-            return f"never pays up to α {max(self.points):g}"
+            return f"never pays up to α {max(self.points):.2f}"
         if self.alpha_star == -math.inf:
-            return f"pays from α {min(self.points):g} on"
+            return f"pays from α {min(self.points):.2f} on"
         return f"needs α* {self.alpha_star:.2f} [{_bound(self.lo)}, {_bound(self.hi)}]"
 
 
@@ -79,12 +79,13 @@ def depth_of(row: PointResult) -> int:
 
 
 def surface(rows: Sequence[PointResult]) -> dict[tuple[int, int], dict[float, Estimate]]:
-    """(batch, depth) -> α -> the speedup over the point's drafter=none baseline (paired where the
-    arms' windows took turns), for every synthetic point that has one."""
+    """(batch, depth) -> α (the acceptance length the point measured) -> the speedup over its
+    drafter=none baseline (paired where the arms' windows took turns), for every synthetic point."""
     out: dict[tuple[int, int], dict[float, Estimate]] = {}
     for i, ratios in used_ratios(rows).items():
-        alpha = alpha_of(rows[i])
-        if alpha is not None and "speedup" in ratios:
+        if alpha_of(rows[i]) is not None and "speedup" in ratios:
+            # measured rather than asked: a stream's last steps draft fewer than K tokens (its max_tokens)
+            alpha = rows[i].metrics.get("accept_length") or alpha_of(rows[i])
             out.setdefault((rows[i].batch, depth_of(rows[i])), {})[alpha] = ratios["speedup"]
     return {k: dict(sorted(v.items())) for k, v in sorted(out.items())}
 

@@ -58,7 +58,7 @@ def test_alpha_star_is_where_the_speedup_reaches_one_with_its_interval() -> None
 
 def test_beyond_the_map_is_said_so() -> None:
     found = {r.batch: r for r in required(map_rows(top=3.0))}  # alpha measured up to 3 only
-    assert found[16].alpha_star == math.inf and found[16].words() == "never pays up to α 3"
+    assert found[16].alpha_star == math.inf and found[16].words() == "never pays up to α 3.00"
     assert found[1].words().startswith("needs α* 2.00 [")
 
 
