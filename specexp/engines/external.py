@@ -79,6 +79,7 @@ class ExternalEngineConfig(EngineConfig):
         return 0  # nothing is launched here
 
     def check(self, cfg: Config) -> None:
+        cfg.drafter.refuse_synthetic("specexp does not launch this server, so it cannot set how it accepts")
         if not self.url.startswith(("http://", "https://")):
             raise ConfigError("engine.url", f"{self.url!r} is not an http(s) URL", "set engine.url=http://host:port")
         if self.api_key_env and self.api_key_env not in os.environ:

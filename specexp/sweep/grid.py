@@ -42,6 +42,10 @@ def run_grid(sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[
     if "batch" in what and what.keys() & {"drafter.num_steps", "drafter.fixed_depth"}:  # depth x batch: a schedule
         run.summarize = lambda: schedule.add_to(({}, [], []), run.points(), run.sweep_dir)
         run.settings = [k for k in ("drafter.fixed_depth",) if k in what]  # validate_schedule: which arm
+    elif what.keys() & {"drafter.synthetic_acceptance_length", "drafter.synthetic_acceptance_rates"}:
+        from specexp.report import required  # matplotlib: only for a required-acceptance map
+
+        run.summarize = lambda: required.add_to(({}, [], []), run.points(), run.sweep_dir)
     sweeper.record(run, first, lambda run: sweeper.launch(run, jobs))
     if refused_before_anything(run.points()):  # said as each group was refused: the request is wrong
         raise SweepFailed(2)

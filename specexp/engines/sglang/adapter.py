@@ -121,6 +121,10 @@ class SglangEngineConfig(EngineConfig):
 
     def check(self, cfg: Config) -> None:
         d = cfg.drafter
+        d.refuse_synthetic(
+            "SGLang has no such server argument (its SGLANG_SIMULATE_ACC_LEN environment variable draws "
+            "lengths its own way, unchecked by its parser)",
+        )
         if d.speculative and d.method not in ALGORITHMS:
             raise ConfigError(
                 "drafter.method",
