@@ -3,7 +3,9 @@ its first window says "waiting its turn", not "starting" with a growing clock.""
 
 from __future__ import annotations
 
+import re
 import threading
+import time
 
 from specexp import live
 
@@ -49,3 +51,13 @@ def test_an_arm_before_its_first_window_waits_its_turn(monkeypatch) -> None:
     for thread in threads:
         thread.join()
     assert live._display.progress is None  # every point ended: the status lines are gone
+
+
+def test_a_window_shows_its_requests_and_once_one_is_done_an_eta() -> None:
+    """2 of 8 requests done 3 s into window 1 of 3: 9 s left in it, then two windows of 12 s."""
+    state = live.PointState(1, "drafter=tiny batch=1", windows=3, window=1, requests=8)
+    state.window_started, state.tokens = time.monotonic() - 3, 300
+    assert live._window_status(state).startswith("0/8 requests · ") and "ETA" not in live._window_status(state)
+    state.done = 2
+    status = live._window_status(state)
+    assert re.fullmatch(r"2/8 requests · 100 tok/s · ETA 33 s", status), status
