@@ -26,6 +26,15 @@ COMMANDS = {
     "python -m specexp --help": ["-m", "specexp", "--help"],
     "python -m specexp --version": ["-m", "specexp", "--version"],
     "python -m specexp batch=0": ["-m", "specexp", "batch=0"],
+    # refused at preflight, before any server or store: an endpoint that does not answer (port 9); it
+    # prepares model=tiny first, built under $SPECEXP_OUTPUTS (else ./outputs) unless it is there
+    "python -m specexp engine=external (unreachable)": [
+        "-m",
+        "specexp",
+        "engine=external",
+        "engine.url=http://127.0.0.1:9",
+        "engine.model_name=x",
+    ],
 }
 
 
@@ -55,7 +64,7 @@ def main() -> None:
     for name, args in COMMANDS.items():
         median = statistics.median(wall_time(args) for _ in range(runs))
         log = subprocess.run([sys.executable, "-X", "importtime", *args], capture_output=True, text=True).stderr
-        print(f"{name:30} {median:6.2f}s  heavy imports: {', '.join(heavy_imports(log)) or 'none'}", flush=True)
+        print(f"{name:48} {median:6.2f}s  heavy imports: {', '.join(heavy_imports(log)) or 'none'}", flush=True)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ import math
 
 import numpy as np
 
-from specexp.metrics.stats import Estimate, paired, side
-from specexp.report.crossing import crossing_bounds, crossing_draws
+from specexp.metrics.stats import Estimate, arm_ratio, side
+from specexp.report.crossing import crossing_bounds, crossing_draws, first_crossings
 
 PAIRS = 8  # windows per arm, taking turns
 NOISE = 0.06  # the spread of one window pair's log ratio
@@ -29,7 +29,8 @@ BATCHES = {1: (8.0,), 2: (4.0, 16.0), 4: (2.0, 4.0, 8.0, 16.0), 8: tuple(2.0**k 
 
 def measured(truth: float, rng: np.random.Generator) -> Estimate:
     """A point's paired speedup from PAIRS window pairs around ``truth``."""
-    return paired(truth * np.exp(rng.normal(0.0, NOISE, PAIRS)), np.ones(PAIRS))
+    ones = np.ones(PAIRS)
+    return arm_ratio((truth * np.exp(rng.normal(0.0, NOISE, PAIRS)), ones), (ones, ones), paired=True)
 
 
 def first_crossing(xs: tuple[float, ...], cross: float) -> float | None:
@@ -65,7 +66,7 @@ def run(sweeps: int, seed: int) -> None:
                 if m > 1 and true_cross is not None:
                     first, last = crossing_draws(points)
                     lo, _ = crossing_bounds(first, last, len(xs))
-                    _, first_hi = crossing_bounds(first, first, len(xs))
+                    _, first_hi = crossing_bounds(*first_crossings(points), len(xs))
                     crossings += 1
                     covered += lo <= true_cross <= first_hi
             be = f"{covered / crossings:.1%}" if crossings else "-"

@@ -29,8 +29,9 @@ from rich.markup import escape
 
 from specexp import checks, help, servers, signals
 from specexp.config import Config, ConfigError
-from specexp.configstore import CONF_DIR, register, to_config
+from specexp.configstore import CONF_DIR, register, to_job
 from specexp.console import console, invalid_config_exits, points_table, single_run_notes
+from specexp.context import RUN_NODE, RunContext
 from specexp.report.summary import summary_rows
 
 register()
@@ -44,8 +45,8 @@ def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
     job_dir = Path(hc.runtime.output_dir)
     if single:
         with invalid_config_exits(), leaves_no_folder(job_dir):
-            cfg = to_config(raw)
-            check_single_run(cfg, job_dir)
+            cfg, run = to_job(raw)
+            check_single_run(cfg, run, job_dir)
     # The measuring code (MLflow, aiohttp, SciPy) is imported once there is something to measure:
     # --help and a refused value are answered without it, in about a second.
     from specexp import tracking
@@ -55,11 +56,11 @@ def task(raw: DictConfig) -> dict[str, Any] | list[dict[str, Any]]:
     if not single:
         if runner.is_group(job_dir):
             return [r.to_json() for r in runner.run_group(job_dir)]
-        cfg = to_config(raw)  # another sweeper's job
+        cfg, run = to_job(raw)  # another sweeper's job
     if cfg.dry_run:
-        return plan.show(cfg, raw).to_json()
+        return plan.show(cfg, run, raw).to_json()
     try:
-        result = job.run(cfg, raw, job_dir, hc.job.num if not single else 0)
+        result = job.run(cfg, run, raw, job_dir, hc.job.num if not single else 0)
     except KeyboardInterrupt:
         if not single:
             raise
@@ -97,7 +98,7 @@ def leaves_no_folder(job_dir: Path) -> Iterator[None]:
         raise
 
 
-def check_single_run(cfg: Config, job_dir: Path) -> None:
+def check_single_run(cfg: Config, run: RunContext, job_dir: Path) -> None:
     """Everything a single run can get wrong before its server starts (ConfigError: exit 2)."""
     if cfg.resume is not None:
         raise ConfigError("resume", "only a sweep can be resumed", "add -m (and the sweep's overrides)")
@@ -111,11 +112,11 @@ def check_single_run(cfg: Config, job_dir: Path) -> None:
             "hydra.run.dir", f"{job_dir} already holds a run's results", "leave hydra.run.dir at its default"
         )
     plan.prepare(cfg)
-    plan.check_files(cfg)  # a bad dataset file stops a dry run too
+    plan.check_files(cfg, run)  # a bad dataset file stops a dry run too
     if cfg.dry_run:
         return
-    plan.preflight(cfg)
-    if plan.describe(cfg).command is not None:
+    plan.preflight(cfg, run)
+    if plan.describe(cfg, run).command is not None:
         checks.check_port(cfg)
     tracking.check(cfg.tracking, Path(cfg.outputs))
 
@@ -163,7 +164,7 @@ def input_message(exc: BaseException, argv: Sequence[str] = ()) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-NOT_SUGGESTED = {"hydra", *help.INTERNAL}  # Hydra's node, and the keys specexp's sweepers set
+NOT_SUGGESTED = {"hydra", RUN_NODE}  # Hydra's node, and the one specexp's sweepers hand each job
 
 
 def unknown_key(exc: OmegaConfBaseException, full_key: str) -> str:

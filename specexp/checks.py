@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from specexp import servers
 from specexp.config import Config, ConfigError
+from specexp.context import RunContext
 from specexp.engines import limits
 from specexp.engines.base import Command, Engine
 
@@ -165,18 +166,19 @@ def free_memory(device: str) -> Free | None:
     return Free(free, f"GPU {device} has {{}} free")
 
 
-def check_reference_memory(cfg: Config, free: Free | None = None) -> None:
+def check_reference_memory(cfg: Config, free: Free | None = None, run: RunContext | None = None) -> None:
     """A batch the reference engine cannot hold is refused before launch, naming the limit: its KV
-    caches (target and draft model) for ``cfg.capacity`` requests of a random workload's length,
-    against ``free`` (None: what the engine's device, CPU or a CUDA GPU, has now). The server would
-    otherwise fail every request."""
+    caches (target and draft model) for the server's capacity (``run``'s; None: a single run's) in
+    requests of a random workload's length, against ``free`` (None: what the engine's device, CPU or
+    a CUDA GPU, has now). The server would otherwise fail every request."""
     engine = cfg.engine
     device = getattr(engine, "device", "cpu")
     if engine.name != "torch" or not device.startswith(("cpu", "cuda")) or cfg.workload.kind != "random":
         return
+    capacity = (run or RunContext()).capacity(cfg)
     length = cfg.workload.input_len + cfg.workload.output_len + (cfg.drafter.num_draft_tokens or 0)
     models = [cfg.model.path] + ([cfg.drafter.path] if cfg.drafter.path else [])
-    sizes = [kv_cache_bytes(Path(m).expanduser(), cfg.capacity, length, engine.dtype) for m in models]
+    sizes = [kv_cache_bytes(Path(m).expanduser(), capacity, length, engine.dtype) for m in models]
     if None in sizes:
         return
     need = sum(sizes)  # type: ignore[arg-type]
@@ -185,28 +187,30 @@ def check_reference_memory(cfg: Config, free: Free | None = None) -> None:
         return
     raise ConfigError(
         "batch",
-        f"the reference engine's KV cache for {cfg.capacity} requests of {length} tokens needs "
+        f"the reference engine's KV cache for {capacity} requests of {length} tokens needs "
         f"{need / 2**30:.1f} GiB and " + free.where.format(f"{free.bytes / 2**30:.1f} GiB"),
-        f"use a batch (and engine.max_running_requests) of at most {max(1, cfg.capacity * free.bytes // need)}, "
+        f"use a batch (and engine.max_running_requests) of at most {max(1, capacity * free.bytes // need)}, "
         "or shorter workload.input_len/output_len",
     )
 
 
-def check_server_limits(cfg: Config, engine: Engine, command: Command | None) -> None:
+def check_server_limits(cfg: Config, engine: Engine, command: Command | None, run: RunContext | None = None) -> None:
     """A launched vLLM or SGLang server that would run fewer requests at once than specexp sizes it
-    for (``cfg.capacity``: the batch, or the sweep's largest) is refused before launch, naming the
+    for (``run``'s capacity: the batch, or the sweep's largest) is refused before launch, naming the
     limit. specexp passes the limit itself, so only engine.extra_args can lower it; its engine's own
     parser reads the whole argv (last copy, abbreviations, vLLM's --config), and only when there are
     extra args to read."""
     if command is None or not cfg.engine.extra_args:
         return
+    run = run or RunContext()
+    capacity = run.capacity(cfg)
     env = {**os.environ, **command.env}
     for limit, value in limits.server_limits(engine.name, engine.python(cfg), command.argv, env).items():
-        if value < cfg.capacity:
+        if value < capacity:
             raise ConfigError(
                 "engine.extra_args",
                 f"{limit.flag} resolves to {value} in the server's argv, and this server is sized for "
-                f"{cfg.capacity} requests at once ({cfg.capacity_source}): a request beyond {value} {limit.beyond}",
+                f"{capacity} requests at once ({run.capacity_source(cfg)}): a request beyond {value} {limit.beyond}",
                 f"drop {limit.flag} from engine.extra_args (specexp sizes the server from the batch), or use a batch "
                 f"of at most {value}",
             )

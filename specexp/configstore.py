@@ -32,6 +32,7 @@ from specexp.config import (
     TrackingConfig,
     WorkloadConfig,
 )
+from specexp.context import RUN_NODE, RunContext
 from specexp.engines import ENGINES
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -75,11 +76,21 @@ def register() -> None:
         cs.store(group="sweep", name=path.stem, node=OmegaConf.load(path), package="_global_")
 
 
+def to_job(raw: DictConfig) -> tuple[Config, RunContext]:
+    """A job's validated config and its run-time context (what its sweeper decided, in the ``run``
+    node; the defaults for a single run), each built once."""
+    cfg = to_config(raw)
+    decided = raw.get(RUN_NODE)
+    return cfg, RunContext.of(cfg, OmegaConf.to_container(decided) if decided is not None else None)  # type: ignore[arg-type]
+
+
 def to_config(cfg: DictConfig) -> Config:
-    """The validated dataclass tree for a composed config (its ``hydra`` node dropped)."""
+    """The validated dataclass tree for a composed config (its ``hydra`` node and a sweeper's ``run``
+    node, which are not the user's settings, dropped)."""
     cfg = cfg.copy()
     with open_dict(cfg):
         cfg.pop("hydra", None)
+        cfg.pop(RUN_NODE, None)
     try:
         config = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:

@@ -103,10 +103,6 @@ def group_lists_on_demand() -> None:
     Hydra.format_config_groups = lambda self, *args, **kwargs: OnDemand(lambda: build(self, *args, **kwargs))
 
 
-# Fields specexp's sweepers set for each job: not for users.
-INTERNAL = {"repeat", "sweep_id", "run_name", "max_batch"}
-
-
 def field_comments(cls: type) -> dict[str, str]:
     """Each field of dataclass ``cls`` (and of its bases) with its comment in the source: the one
     on its line, else the comment lines just above it, joined."""
@@ -224,7 +220,7 @@ def fields() -> str:
 
     nested = {f.name for f in dataclasses.fields(config.Config) if f.name in GROUP_SCHEMAS}
     sections: list[tuple[str, list[tuple[str, str]]]] = [
-        ("top level", schema_fields("", config.Config, {*INTERNAL, *nested, "engine"})),
+        ("top level", schema_fields("", config.Config, {*nested, "engine"})),
     ]
     for name in GROUP_SCHEMAS:
         sections.append((name, schema_fields(f"{name}.", getattr(config, GROUP_SCHEMAS[name]))))

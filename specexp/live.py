@@ -11,6 +11,7 @@ their own: each thread's point is its own (``_here``), and one lock guards the s
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -23,8 +24,9 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
 from specexp.records import RequestRecord
 
-# Tables are meant to be pasted: keep them wide when the output is a file or a pipe.
-console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+# Tables are meant to be pasted: keep them wide when the output is a file or a pipe, unless COLUMNS
+# says how wide (a terminal's width, or COLUMNS, is what tables fit: specexp.console.PointsTable).
+console = Console(stderr=True, width=None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 200)
 
 
 def live() -> bool:
@@ -115,6 +117,15 @@ def point_started(number: int, label: str, windows: int) -> None:
         if live():
             _display.say(f"{state.name(_display.total)} · started")
             state.task = _display._progress().add_task(state.name(_display.total), total=None, status="starting")
+            _holds(state)
+
+
+def _holds(state: PointState) -> None:
+    """``state``'s point holds the machine now. Points in progress side by side are arms taking turns
+    (specexp.sweep.turns), one at a time: any other still before its first window waits its turn."""
+    for other in _display.points:
+        if other is not state and other.window == 0 and other.task is not None and _display.progress is not None:
+            _display.progress.update(other.task, status="waiting its turn")
 
 
 def point_ended(status: str, summary: str) -> None:
@@ -181,6 +192,7 @@ def window(requests: int) -> Iterator[Callable[[RequestRecord], None]]:
         description = f"{state.name(_display.total)} · window {asked}"
         if state.task is not None and _display.progress is not None:
             _display.progress.update(state.task, description=description, total=requests, completed=0, status="")
+        _holds(state)
 
     def on_done(record: RequestRecord) -> None:
         with _display.lock:

@@ -22,7 +22,8 @@ from hydra import compose, initialize_config_dir
 from mlflow import MlflowClient
 
 from specexp.config import Config
-from specexp.configstore import CONF_DIR, register, to_config
+from specexp.configstore import CONF_DIR, register, to_config, to_job
+from specexp.context import RunContext
 from specexp.models.tiny import ensure_tiny
 from tests.support import inprocess, store
 
@@ -45,6 +46,17 @@ def make_config() -> Callable[..., Config]:
     def make(*overrides: str) -> Config:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return to_config(compose("config", overrides=list(overrides)))
+
+    return make
+
+
+@pytest.fixture
+def make_job() -> Callable[..., tuple[Config, RunContext]]:
+    """``make_config``, with the run-time context a job's entry point builds (a sweeper's ``++run.*``)."""
+
+    def make(*overrides: str) -> tuple[Config, RunContext]:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return to_job(compose("config", overrides=list(overrides)))
 
     return make
 
@@ -254,6 +266,8 @@ LIVE_FIXTURES = {
 }
 LIVE_MARKERS = {"slow", "vllm", "sglang", "gpu", "browser", "scale"}
 LIVE_PATHS = ("tests/packaging/",)  # builds and installs a wheel
+# In process but minutes in all: the docs' 14 commands as dry runs (the README's own stay quick).
+LIVE_TESTS = ("tests/e2e/test_readme.py::test_a_docs_command_runs_as_a_dry_run",)
 QUICK_SWEEP = "tests/e2e/test_sweeps.py::test_four_points_two_servers_either_order[order0]"
 
 
@@ -262,6 +276,8 @@ def quick(item: pytest.Item) -> bool:
     path = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
     if f"{path}::{item.name}" == QUICK_SWEEP:
         return True
+    if f"{path}::{item.name}".startswith(LIVE_TESTS):
+        return False
     if path.startswith(LIVE_PATHS) or LIVE_MARKERS & {m.name for m in item.iter_markers()}:
         return False
     return not LIVE_FIXTURES & set(getattr(item, "fixturenames", ()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -63,12 +64,19 @@ class EngineConfig:
     # GPUs one server takes (what a cluster job asks for); None: the engine's count from the model's
     # parallelism (model.tp x data-parallel replicas; 0 for an engine on CPU).
     gpus: int | None = None
+    # The GPU type a cluster job asks for (SLURM's gres, gpu:<type>:<count>: a100, h100, ...); None:
+    # any GPU. hydra.launcher.gres, when set, is asked as it is instead.
+    gpu_type: str | None = None
     # False for an endpoint specexp does not launch: it has no limit for specexp to size.
     launches_server: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.gpus is not None and self.gpus < 0:
             raise ConfigError("engine.gpus", f"{self.gpus} < 0", "use 0 (CPU), a GPU count, or null")
+        if self.gpu_type is not None and not self.gpu_type.replace("-", "").replace("_", "").isalnum():
+            raise ConfigError(
+                "engine.gpu_type", f"{self.gpu_type!r} is not a GPU type's name", "e.g. a100 or h100 (sinfo -o %G)"
+            )
         if self.startup_timeout_s <= 0:
             raise ConfigError("engine.startup_timeout_s", "must be > 0", "give a positive number of seconds")
         if not 0 < self.stall_s < math.inf:
@@ -142,6 +150,13 @@ class DrafterConfig:
     # A fixed depth in place of drafter.schedule: +sweep=validate_schedule's static arms (schedule dropped,
     # num_steps = this); null: the schedule, if any.
     fixed_depth: int | None = None
+    # Synthetic acceptance at this mean acceptance length, in [1, num_steps + 1] (vLLM 0.32's
+    # rejection_sample_method "synthetic"; engine=vllm on a GPU, or torch): the drafter still drafts, a
+    # seeded coin accepts, so every cost is real but outputs are not the model's.
+    synthetic_acceptance_length: float | None = None
+    # Synthetic acceptance by per-position rates instead of a length: num_steps of them, non-increasing,
+    # entry i the chance that the first i+1 drafts are all accepted.
+    synthetic_acceptance_rates: list[float] | None = None
 
     def __post_init__(self) -> None:
         if self.fixed_depth is not None:
@@ -153,6 +168,12 @@ class DrafterConfig:
         if self.method not in SPEC_METHODS:
             raise ConfigError("drafter.method", f"unknown method {self.method!r}", f"use one of {SPEC_METHODS}")
         if self.method == "none":
+            if self.synthetic:
+                raise ConfigError(
+                    self.synthetic_key,
+                    f"drafter {self.name!r} does not speculate, so there is nothing to accept",
+                    "pick a speculative drafter (drafter=tiny, ngram, ...) or drop the synthetic setting",
+                )
             if self.num_steps:
                 raise ConfigError(
                     "drafter.num_steps",
@@ -180,6 +201,8 @@ class DrafterConfig:
                 f"(between 2 and {self.num_steps * self.topk + 1} tokens, root included)",
                 "lower num_draft_tokens or raise num_steps/topk",
             )
+        if self.synthetic:
+            synthetic_rates(self.num_steps, self.synthetic_acceptance_rates, self.synthetic_acceptance_length)
 
     def _take_schedule(self) -> None:
         """Replace the setting by its ranges (a path is read here, once), num_steps by the largest depth."""
@@ -212,11 +235,68 @@ class DrafterConfig:
         return self.method != "none"
 
     @property
+    def synthetic(self) -> bool:
+        """Acceptance follows drafter.synthetic_acceptance_*, not the target: outputs are not the model's."""
+        return self.synthetic_acceptance_length is not None or self.synthetic_acceptance_rates is not None
+
+    @property
+    def synthetic_key(self) -> str:
+        """The synthetic setting given, as its dotted key."""
+        given = "length" if self.synthetic_acceptance_length is not None else "rates"
+        return f"drafter.synthetic_acceptance_{given}"
+
+    def refuse_synthetic(self, why: str) -> None:
+        """ConfigError naming the synthetic setting, for an engine that cannot accept that way."""
+        if self.synthetic:
+            raise ConfigError(
+                self.synthetic_key, why, "use engine=vllm or engine=torch for synthetic acceptance, or drop it"
+            )
+
+    @property
+    def synthetic_rates(self) -> list[float]:
+        """The per-position unconditional rates synthetic acceptance follows (ConfigError if invalid)."""
+        return synthetic_rates(self.num_steps, self.synthetic_acceptance_rates, self.synthetic_acceptance_length)
+
+    @property
     def draft_tokens(self) -> int:
         """Verify width, root included; a chain's is num_steps + 1."""
         if self.topk == 1 or self.num_draft_tokens is None:
             return self.num_steps + 1 if self.topk == 1 else self.num_steps * self.topk + 1
         return self.num_draft_tokens
+
+
+def synthetic_rates(depth: int, rates: list[float] | None, length: float | None) -> list[float]:
+    """Per-position unconditional acceptance rates from exactly one of ``rates`` or ``length``, with
+    vLLM 0.32's checks and its minimum-variance schedule for a length (SpeculativeConfig in
+    vllm/config/speculative.py): length 2.5 at depth 4 is [1, 0.5, 0, 0]."""
+    if (rates is None) == (length is None):
+        raise ConfigError(
+            "drafter.synthetic_acceptance_rates",
+            "given together with drafter.synthetic_acceptance_length",
+            "give one of the two: a mean acceptance length, or per-position rates",
+        )
+    if rates is not None:
+        key = "drafter.synthetic_acceptance_rates"
+        rates = [float(r) for r in rates]
+        if len(rates) != depth:
+            raise ConfigError(key, f"{rates} has {len(rates)} entries for depth {depth}", f"give {depth} rates")
+        if not all(0.0 <= r <= 1.0 for r in rates):
+            raise ConfigError(key, f"{rates} has entries outside [0, 1]", "give probabilities in [0, 1]")
+        if any(b > a for a, b in itertools.pairwise(rates)):
+            raise ConfigError(
+                key, f"{rates} rises", "make them non-increasing (position i: all of the first i+1 accepted)"
+            )
+        return rates
+    assert length is not None
+    if not 1.0 <= length <= depth + 1:
+        raise ConfigError(
+            "drafter.synthetic_acceptance_length",
+            f"{length} is outside [1, {depth + 1}] for depth {depth}",
+            f"give a mean acceptance length from 1 (nothing accepted) to {depth + 1} (every draft and the bonus)",
+        )
+    drafts = length - 1  # accepted draft tokens per step, on average
+    full = int(drafts)
+    return ([1.0] * full + [drafts - full] + [0.0] * depth)[:depth]
 
 
 @dataclass

@@ -3,12 +3,15 @@ when enough windows are measured (measure), and where results go (tracking)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from omegaconf import MISSING
 
 from specexp.config.errors import ConfigError
+from specexp.config.trace import TraceRequest, read_trace
 
 LOAD_KINDS = ("closed", "rate")
 ARMS = ("auto", "alternate", "sequential")
@@ -19,7 +22,9 @@ class LoadConfig:
     """How requests arrive. closed: ``batch`` streams, each sending its next request when the last one
     ends. rate: an open loop, requests arriving at ``rate`` per second whatever is in flight, as a
     deployment sees them; gaps are gamma-distributed with shape ``burstiness`` (1.0: Poisson, < 1
-    burstier, > 1 more regular), drawn from a generator seeded by ``seed`` and the repeat."""
+    burstier, > 1 more regular), drawn from a generator seeded by ``seed`` and the repeat. The rate may
+    change over the window (``profile``), or the arrivals replay a trace (``path``); then ``rate`` is
+    derived (the profile's peak, the trace's mean) and sizes the warm-up."""
 
     # The load preset's name (load=closed, rate).
     name: str = "closed"
@@ -32,6 +37,19 @@ class LoadConfig:
     max_concurrency: int | None = None
     # Seeds the arrival schedule (with the repeat and the window).
     seed: int = 0
+    # A rate that changes: [[t_s, rate], ...], each step's rate (requests/s) from its t_s (the first at 0)
+    # to the next one's, the last to duration_s; the arrival process is the rate's (burstiness, seed).
+    # Each step is a phase of the results (phases.csv).
+    profile: list[Any] | None = None  # [[t_s, rate], ...] (OmegaConf cannot type nested floats)
+    duration_s: float | None = None  # profile: when its last step ends (seconds)
+    # A trace to replay (load=trace): Mooncake .jsonl (timestamp ms, input_length, output_length) or
+    # Azure .csv (TIMESTAMP, ContextTokens, GeneratedTokens); prompts of its input lengths (random ids,
+    # cut at workload.input_len), answers of its output lengths (at most workload.output_len).
+    path: str | None = None
+    time_scale: float = 1.0  # trace: its times multiplied by this (0.5 replays it twice as fast)
+    window_s: list[float] | None = None  # trace: [start, end) seconds after its first request to replay
+    max_requests: int | None = None  # trace: at most this many requests of the slice
+    phase_s: float = 60.0  # trace: results per phase of this many seconds of the replay
 
     def __post_init__(self) -> None:
         if self.kind not in LOAD_KINDS:
@@ -39,7 +57,16 @@ class LoadConfig:
         if self.kind == "closed":
             if self.rate is not None:
                 raise ConfigError("load.rate", "a closed loop has no request rate", "use load=rate, or drop load.rate")
+            if self.profile is not None or self.path is not None:
+                which = "load.profile" if self.profile is not None else "load.path"
+                raise ConfigError(which, "a closed loop has no arrivals to schedule", "add load=rate (or load=trace)")
             return
+        if self.profile is not None and self.path is not None:
+            raise ConfigError("load.profile", "a profile and a trace (load.path) both set arrivals", "keep one")
+        if self.profile is not None:
+            self._derive_rate("load.profile", max(rate for _, _, rate in self.steps()))
+        elif self.path is not None:
+            self._derive_rate("load.path", self._trace_rate())
         if self.rate is None or not self.rate > 0:
             raise ConfigError(
                 "load.rate",
@@ -56,6 +83,48 @@ class LoadConfig:
             raise ConfigError("load.burstiness", f"{self.burstiness} <= 0", "use 1.0 for Poisson, < 1 for bursts")
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise ConfigError("load.max_concurrency", f"{self.max_concurrency} < 1", "use null (no cap) or >= 1")
+
+    def _derive_rate(self, key: str, rate: float) -> None:
+        """Set ``rate`` from the profile or trace (the same value again is fine: a config read back)."""
+        if self.rate is not None and not math.isclose(self.rate, rate):
+            raise ConfigError("load.rate", f"{key} sets the rate ({rate:g}/s), and rate is {self.rate:g}", "drop rate")
+        self.rate = rate
+
+    def steps(self) -> list[tuple[float, float, float]]:
+        """The profile as (start, end, rate) steps; a ConfigError naming what is wrong with it."""
+        fix = "give load.profile=[[0,2],[10,8],[20,2]] (start s, requests/s) and load.duration_s=30"
+        rows = self.profile or []
+        if not rows or any(len(row) != 2 for row in rows):
+            raise ConfigError("load.profile", f"{rows} is not a list of [t_s, rate] pairs", fix)
+        starts = [float(t) for t, _ in rows]
+        if starts[0] != 0 or any(b <= a for a, b in itertools.pairwise(starts)):
+            raise ConfigError("load.profile", f"its times {starts} do not increase from 0", fix)
+        if bad := [r for _, r in rows if not 0 < float(r) < math.inf]:
+            raise ConfigError("load.profile", f"rates {bad} are not > 0 requests/s", fix)
+        if self.duration_s is None or not self.duration_s > starts[-1]:
+            raise ConfigError(
+                "load.duration_s", f"{self.duration_s} does not end the last step (from {starts[-1]:g} s)", fix
+            )
+        ends = [*starts[1:], float(self.duration_s)]
+        return [(s, e, float(r)) for s, e, (_, r) in zip(starts, ends, rows, strict=True)]
+
+    def _trace_rate(self) -> float:
+        """The trace slice's mean rate, after checking the keys that select it and reading it whole."""
+        if not self.time_scale > 0:
+            raise ConfigError("load.time_scale", f"{self.time_scale} <= 0", "use 1 (as recorded), < 1 faster")
+        if self.max_requests is not None and self.max_requests < 1:
+            raise ConfigError("load.max_requests", f"{self.max_requests} < 1", "replay at least one, or null")
+        if self.window_s is not None and not (len(self.window_s) == 2 and 0 <= self.window_s[0] < self.window_s[1]):
+            raise ConfigError("load.window_s", f"{self.window_s} is no [start, end)", "e.g. load.window_s=[0,600]")
+        if not self.phase_s > 0:
+            raise ConfigError("load.phase_s", f"{self.phase_s} <= 0", "give the seconds of one phase, e.g. 60")
+        trace = self.trace()
+        span = trace[-1].at
+        return (len(trace) - 1) / span if span > 0 else float(len(trace))
+
+    def trace(self) -> list[TraceRequest]:
+        """The slice of the trace this load replays (specexp.config.trace)."""
+        return read_trace(str(self.path), self.time_scale, self.window_s, self.max_requests)
 
 
 @dataclass
@@ -92,7 +161,9 @@ class MeasureConfig:
     # has pairs - 1 degrees of freedom (t = 2.36 at 7, 4.30 at 2), and partners a short window apart
     # share more of the machine's state (docs/METRICS.md).
     windows: int = 8
-    # Precision target: more windows until output_throughput's 95% half-width / mean <= rel_ci.
+    # Precision target: more windows until output_throughput's half-width / mean <= rel_ci, checked only
+    # at pre-declared looks (windows, then 1.5x each, up to max_windows), each interval at its look's share
+    # of the 5% (O'Brien-Fleming spending: specexp.metrics.sequential), so that stopping early keeps 95%.
     rel_ci: float | None = None
     max_windows: int = 24  # the most measured windows per point
     max_s: float | None = None  # the most seconds of windows per point; None: no limit

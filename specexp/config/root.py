@@ -34,7 +34,6 @@ class Config:
     # Server launches per point in a multirun, interleaved (A B A B ...) so slow drift of the machine
     # hits every arm alike; each launch is its own job with its own windows.
     repeats: int = 1
-    repeat: int = 0  # which launch this job is; set by specexp's sweepers
     # How a sweep's servers (its arms: drafter=none,tiny) take turns. alternate: every server of a
     # round is up at once and at each load the arms' windows alternate (A B A B), so the machine's
     # drift between two arms is one window long, not half the sweep; sequential: one server at a
@@ -49,13 +48,8 @@ class Config:
     # Print each server's argv and environment, and the points planned; start nothing.
     dry_run: bool = False
     outputs: str = MISSING  # where mlflow.db, optuna.db and built models live
-    sweep_id: str | None = None  # set by specexp's sweepers; shared by the jobs of one multirun
-    run_name: str | None = None  # the point's MLflow run; sweepers name it by the axes that vary
     # A sweep to finish (its id, or "latest"): points that finished ok are kept, the rest run again.
     resume: str | None = None
-    # The largest concurrency (batch, or load.max_concurrency) this job's server must take; set by the
-    # sweeper over jobs sharing a server.
-    max_batch: int | None = None
 
     def __post_init__(self) -> None:
         if self.batch < 1:
@@ -74,10 +68,6 @@ class Config:
                 f"alternating arms run their servers at once, and engine.port={self.engine.port} fits one",
                 "leave engine.port null (every server gets a free port), or use arms=sequential",
             )
-        if not 0 <= self.repeat < self.repeats:
-            raise ConfigError(
-                "repeat", f"{self.repeat} is not one of {self.repeats} launches", "leave it to the sweeper"
-            )
         if self.rate is not None and self.load.kind == "closed":
             raise ConfigError("rate", "a closed loop (load=closed) has no request rate", "add load=rate, or drop rate")
         if self.load.kind == "rate" and self.batch != 1:
@@ -86,27 +76,21 @@ class Config:
                 "an open loop (load=rate) has no batch",
                 "drop batch; cap concurrency with load.max_concurrency",
             )
-        if self.max_batch is not None and self.max_batch < (self.concurrency or 0):
-            raise ConfigError(
-                "max_batch", f"{self.max_batch} < concurrency {self.concurrency}", "drop max_batch or raise it"
-            )
         capacity = self.engine.max_running_requests
-        if capacity is not None and capacity < (self.capacity_needed or 0):
+        if capacity is not None and capacity < (self.concurrency or 0):
             raise ConfigError(
                 "engine.max_running_requests",
-                f"{capacity} < {self.capacity_needed} requests in flight: the server would queue requests the "
+                f"{capacity} < {self.concurrency} requests in flight: the server would queue requests the "
                 "client counts as running, and the point would lie",
                 "raise it or leave it null (specexp then uses the sweep's largest batch or load.max_concurrency)",
             )
-        if self.engine.launches_server and capacity is None and self.capacity_needed is None:
+        if self.engine.launches_server and capacity is None and self.concurrency is None:
             raise ConfigError(
                 "load.max_concurrency",
                 "an open loop without a cap leaves the server's limit on running requests unknown",
                 "cap it (load.max_concurrency=16: the client's cap and the server's limit) or size the server "
                 "(engine.max_running_requests=64: arrivals beyond it queue in the server)",
             )
-        if self.workload.length_bucket is not None and self.workload.length_tokenizer is None:
-            self.workload.length_tokenizer = self.model.tokenizer or self.model.path  # the served model's tokens
         d = self.drafter
         if d.target is not None and d.target != self.model.name:
             raise ConfigError(
@@ -138,18 +122,15 @@ class Config:
         return min(math.ceil(self.load.rate), self.concurrency or self.engine.max_running_requests or math.inf)
 
     @property
-    def capacity_needed(self) -> int | None:
-        return self.max_batch or self.concurrency
-
-    @property
     def gpus(self) -> int:
         """GPUs this point's server takes: engine.gpus, else what the engine derives from the model."""
         return self.engine.gpus if self.engine.gpus is not None else self.engine.default_gpus(self)
 
     @property
     def capacity(self) -> int:
-        """Requests the server admits at once: at least the largest batch or cap it will see."""
-        capacity = self.engine.max_running_requests or self.capacity_needed
+        """Requests the server admits at once for this job's own load: engine.max_running_requests,
+        else the batch or cap. A sweep may size a shared server larger (specexp.context.RunContext)."""
+        capacity = self.engine.max_running_requests or self.concurrency
         if capacity is None:  # refused in __post_init__ for engines that launch a server
             raise ConfigError("engine.max_running_requests", "unknown", "set it or load.max_concurrency")
         return capacity
@@ -159,5 +140,4 @@ class Config:
         """Where ``capacity`` came from, in words for the console."""
         if self.engine.max_running_requests:
             return "engine.max_running_requests"
-        which = "batch" if self.load.kind == "closed" else "load.max_concurrency"
-        return f"the largest {which} of this server's jobs" if self.max_batch else which
+        return "batch" if self.load.kind == "closed" else "load.max_concurrency"

@@ -22,7 +22,8 @@ class TuneConf:
     direction: Any = "maximize"  # or a list, one per objective
     objective: Any = "output_throughput"  # a metric key (docs/METRICS.md lists them), or a list of them
     constraints: list[str] = field(default_factory=list)  # e.g. ["ttft_ms_p99 <= 500"]
-    # Optuna's sampler: tpe, random, grid, bruteforce, nsga2, cmaes, qmc or gp.
+    # Optuna's sampler: tpe, random, grid, bruteforce, nsga2, cmaes, qmc or gp. A discrete space of at
+    # most n_trials configurations is measured whole, each once (bruteforce), whichever is named.
     sampler: str = "tpe"
     # The sampler's seed; null: a fresh one each run.
     seed: int | None = 0

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from specexp.config import Config, EngineConfig
+from specexp.context import Launch
 from specexp.engines import counters
 from specexp.metrics.acceptance import AcceptanceCounts
 from specexp.records import RequestRecord
@@ -47,8 +48,9 @@ class Engine:
         """The interpreter (behind any launcher prefix) that runs the engine."""
         return [*cfg.engine.launcher, cfg.engine.python or sys.executable]
 
-    def command(self, cfg: Config, port: int) -> Command | None:
-        """The server to start on ``port``; None when the server already runs elsewhere."""
+    def command(self, cfg: Config, port: int, launch: Launch | None = None) -> Command | None:
+        """The server to start on ``port``, sized and named by ``launch`` (None: for this config's
+        own load, under its own name); None when the server already runs elsewhere."""
         raise NotImplementedError
 
     def endpoint(self, cfg: Config, port: int) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from specexp.config import Config, ConfigError, EngineConfig
+from specexp.context import Launch
 from specexp.engines.base import Command, Engine
 from specexp.engines.sglang import SglangEngine
 from specexp.engines.sglang import acceptance as sglang_acceptance
@@ -78,6 +79,7 @@ class ExternalEngineConfig(EngineConfig):
         return 0  # nothing is launched here
 
     def check(self, cfg: Config) -> None:
+        cfg.drafter.refuse_synthetic("specexp does not launch this server, so it cannot set how it accepts")
         if not self.url.startswith(("http://", "https://")):
             raise ConfigError("engine.url", f"{self.url!r} is not an http(s) URL", "set engine.url=http://host:port")
         if self.api_key_env and self.api_key_env not in os.environ:
@@ -139,7 +141,7 @@ class ExternalEngine(Engine):
     def for_config(cls, cfg: Config) -> ExternalEngine:
         return cls(cfg)
 
-    def command(self, cfg: Config, port: int) -> Command | None:
+    def command(self, cfg: Config, port: int, launch: Launch | None = None) -> Command | None:
         return None
 
     def endpoint(self, cfg: Config, port: int) -> str:

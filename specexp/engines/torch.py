@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from specexp.config import Config, ConfigError, EngineConfig
+from specexp.context import Launch
+from specexp.engines import synthetic
 from specexp.engines.base import Command, Engine
 from specexp.engines.sglang import acceptance as sglang_acceptance
 from specexp.metrics.acceptance import AcceptanceCounts
@@ -59,8 +61,9 @@ class TorchEngine(Engine):
     ready_path = "/health"
     counter_prefix = "specexp:"
 
-    def command(self, cfg: Config, port: int) -> Command:
+    def command(self, cfg: Config, port: int, launch: Launch | None = None) -> Command:
         e: TorchEngineConfig = cfg.engine
+        launch = launch or Launch.of(cfg)
         argv = [
             *self.python(cfg),
             "-m",
@@ -68,13 +71,13 @@ class TorchEngine(Engine):
             "--model",
             cfg.model.path,
             "--served-model-name",
-            cfg.model.api_name,
+            launch.served_name,
             "--host",
             e.host,
             "--port",
             str(port),
             "--max-running-requests",
-            str(cfg.capacity),
+            str(launch.capacity),
             "--num-continuous-decode-steps",
             str(cfg.decode),
             "--device",
@@ -102,10 +105,21 @@ class TorchEngine(Engine):
                 argv += ["--draft-model", d.path]
             if d.schedule is not None:
                 argv += ["--schedule", json.dumps(d.schedule)]
+            if d.synthetic:
+                argv += ["--synthetic-acceptance-rates", json.dumps(d.synthetic_rates)]
         return Command(argv=[*argv, *e.extra_args], env=self.server_env(cfg))
 
     def request_fields(self, cfg: Config) -> dict[str, Any]:
         return {"return_spec_tokens_details": True} if cfg.drafter.speculative else {}
+
+    def preflight(self, cfg: Config, command: Command | None) -> list[str]:
+        return synthetic.notes(cfg.drafter)
+
+    def drafter_label(self, cfg: Config) -> str:
+        return synthetic.label(cfg.drafter)
+
+    def tags(self, cfg: Config) -> dict[str, str]:
+        return synthetic.tags(cfg.drafter)
 
     def observe(self, event: dict[str, Any], record: RequestRecord) -> None:
         sglang_acceptance.observe(event, record)

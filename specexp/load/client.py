@@ -171,6 +171,9 @@ class Conversations:
     on_done: Callable[[RequestRecord], None]
     warmup: bool = False
     filler: bool = False  # requests that only keep the load up (specexp.metrics.requests leaves them out)
+    # An open loop's start (monotonic s): each record keeps its arrival from it (extra ``arrival_s``),
+    # which places it in a phase of a changing load (specexp.report.phases)
+    start: float | None = None
     records: list[RequestRecord] = field(default_factory=list)
     # Request i is turn t of conversation c at i = Σ turns before c + t: the order one stream sends them.
     first_index: list[int] = field(init=False)
@@ -195,7 +198,10 @@ class Conversations:
                 category=conversation.category,
                 conversation=number,
                 turn=turn,
+                extra=dict(conversation.extra),
             )
+            if self.start is not None:
+                record.extra["arrival_s"] = ready - self.start
             self.records.append(record)
             if len(answers) < turn:
                 record.end, record.error = record.send, f"not sent: turn {turn - 1} of this conversation failed"
@@ -290,7 +296,7 @@ async def run_open_loop(
             record.send = time.monotonic()
             await phase.stream(record, body)
 
-    start = time.monotonic()
+    start = phase.start = time.monotonic()
     tasks = []
     for number, offset in enumerate(arrivals):
         due = start + offset

@@ -18,6 +18,8 @@ class Conversation:
     turns: tuple[Prompt, ...]  # user turns, in order; one request each
     system: str | None = None  # an opening system message (chat only)
     category: str | None = None  # the dataset's task category, for per-category results
+    max_tokens: int | None = None  # this item's own output length (a trace's), else the workload's
+    extra: tuple[tuple[str, int], ...] = ()  # kept in each of its records' extra (a trace's line and lengths)
 
     def messages(self, turn: int, answers: Sequence[str]) -> list[dict[str, str]]:
         """OpenAI messages for request ``turn``, given the model's answers to the turns before it."""

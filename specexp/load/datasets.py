@@ -333,25 +333,27 @@ def identity(cfg: WorkloadConfig) -> tuple:
 _read_once: dict[tuple, tuple[tuple[Located, ...], tuple[Conversation, ...]]] = {}
 
 
-def conversations(cfg: WorkloadConfig) -> tuple[Conversation, ...]:
-    """Every conversation of a text workload, validated; read once per process per file version."""
-    return _once(cfg)[1]
+def conversations(cfg: WorkloadConfig, tokenizer: str | None = None) -> tuple[Conversation, ...]:
+    """Every conversation of a text workload, validated; read once per process per file version.
+    ``tokenizer`` counts a length bucket's tokens unless workload.length_tokenizer names one (the
+    job's, specexp.context.RunContext.length_tokenizer)."""
+    return _once(cfg, tokenizer)[1]
 
 
-def located(cfg: WorkloadConfig) -> tuple[Located, ...]:
+def located(cfg: WorkloadConfig, tokenizer: str | None = None) -> tuple[Located, ...]:
     """``conversations``, each with where it is (for messages that name a file's line)."""
-    return _once(cfg)[0]
+    return _once(cfg, tokenizer)[0]
 
 
-def _once(cfg: WorkloadConfig) -> tuple[tuple[Located, ...], tuple[Conversation, ...]]:
-    version = identity(cfg)
+def _once(cfg: WorkloadConfig, tokenizer: str | None) -> tuple[tuple[Located, ...], tuple[Conversation, ...]]:
+    version = (identity(cfg), tokenizer if cfg.length_bucket else None)
     if version not in _read_once:
-        found = _validated(cfg)
+        found = _validated(cfg, cfg.length_tokenizer or tokenizer)
         _read_once[version] = found, tuple(c for _, c in found)
     return _read_once[version]
 
 
-def _validated(cfg: WorkloadConfig) -> tuple[Located, ...]:
+def _validated(cfg: WorkloadConfig, tokenizer: str | None) -> tuple[Located, ...]:
     found = _read(cfg)
     if not found:
         where = cfg.path or cfg.dataset or cfg.kind
@@ -369,28 +371,28 @@ def _validated(cfg: WorkloadConfig) -> tuple[Located, ...]:
             "set workload.api=chat, or workload.turns=1 to send first turns only",
         )
     if cfg.length_bucket is not None:
-        found = in_length_bucket(found, cfg)
+        found = in_length_bucket(found, cfg, tokenizer)
     return tuple(found)
 
 
-def _token_counter(cfg: WorkloadConfig) -> Callable[[str], int]:
+def _token_counter(tokenizer: str | None) -> Callable[[str], int]:
     """Tokens of a text as the served model's tokenizer counts them (its tokenizer.json)."""
-    path = tokenizer_file(cfg.length_tokenizer)
+    path = tokenizer_file(tokenizer)
     if path is None:
         raise ConfigError(
             "workload.length_tokenizer",
-            f"{cfg.length_tokenizer} holds no tokenizer.json to count a length bucket's tokens with",
+            f"{tokenizer} holds no tokenizer.json to count a length bucket's tokens with",
             "point it (or model.tokenizer) at a local tokenizer folder",
         )
     return TokenCounter(path).count
 
 
-def in_length_bucket(found: Sequence[Located], cfg: WorkloadConfig) -> list[Located]:
+def in_length_bucket(found: Sequence[Located], cfg: WorkloadConfig, tokenizer: str | None) -> list[Located]:
     """The conversations whose first user turn, as ``prompt_format`` writes it, is ``lo <= tokens < hi``
     long (workload.length_bucket): the context lengths a break-even map compares. An empty bucket is
     a ConfigError that says which lengths the dataset has."""
     lo, hi = length_bucket(cfg.length_bucket or "")
-    count = _token_counter(cfg)
+    count = _token_counter(tokenizer)
     sizes = [count(cfg.prompt_format.format(prompt=c.turns[0])) for _, c in found]
     kept = [c for c, n in zip(found, sizes, strict=True) if lo <= n < hi]
     if not kept:

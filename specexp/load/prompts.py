@@ -22,7 +22,7 @@ from specexp.load.lengths import Context, TokenCounter, check_fits, tokenizer_fi
 log = logging.getLogger("specexp")
 
 
-def _seed(*parts: object) -> int:
+def stream_seed(*parts: object) -> int:
     return int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:8], "little")
 
 
@@ -33,16 +33,17 @@ def _formatted(c: Conversation, cfg: WorkloadConfig, tag: str | None) -> Convers
     return Conversation(tuple(turns), c.system, c.category)
 
 
-def check_workload(cfg: WorkloadConfig) -> None:
-    """Read and validate the workload's dataset (once per process): a ConfigError before any server starts."""
+def check_workload(cfg: WorkloadConfig, tokenizer: str | None = None) -> None:
+    """Read and validate the workload's dataset (once per process): a ConfigError before any server
+    starts. ``tokenizer`` counts a length bucket's tokens (datasets.conversations)."""
     if cfg.kind != "random":
-        conversations(cfg)
+        conversations(cfg, tokenizer)
 
 
 def _picked(count: int, n: int, seed: int, warmup: bool) -> list[int]:
     """Which of ``count`` conversations a phase of ``n`` items sends: the same ones from the seed's
     start on, for every point; warm-up takes the ``n`` just before them."""
-    start = _seed(seed) % count - (n if warmup else 0)
+    start = stream_seed(seed) % count - (n if warmup else 0)
     return [(start + i) % count for i in range(n)]
 
 
@@ -50,13 +51,20 @@ _fitted: set[tuple] = set()  # (workload, tokenizer, context, reach) already fou
 _said: set[str] = set()
 
 
-def check_lengths(cfg: WorkloadConfig, context: Context | str, tokenizer: str | None, reach: tuple[int, int]) -> None:
+def check_lengths(
+    cfg: WorkloadConfig,
+    context: Context | str,
+    tokenizer: str | None,
+    reach: tuple[int, int],
+    lengths: str | None = None,
+) -> None:
     """Every request the point sends fits ``context`` (prompt plus workload.output_len tokens), or a
     ConfigError names the first that does not: its file and line (workload.input_len for random
     prompts). ``reach``: the most items a phase sends, and the most a warm-up phase sends (a dataset's
     other rows are never sent, and ShareGPT holds a prompt of 284k tokens). ``context`` a string: the
     length is not known before the server runs (said once in the log). Text is counted with
-    ``tokenizer`` (the served model's folder); none here: said once too."""
+    ``tokenizer`` (the served model's folder); none here: said once too. ``lengths`` counts a length
+    bucket's tokens (datasets.conversations)."""
     if isinstance(context, str) or (cfg.kind != "random" and tokenizer_file(tokenizer) is None):
         why = context if isinstance(context, str) else f"{tokenizer} holds no tokenizer.json here to count with"
         if why not in _said:
@@ -66,12 +74,12 @@ def check_lengths(cfg: WorkloadConfig, context: Context | str, tokenizer: str | 
     if cfg.kind == "random":
         check_fits("workload.input_len", "random prompts", (cfg.input_len, True), cfg.output_len, context)
         return
-    key = (identity(cfg), cfg.seed, cfg.output_len, cfg.ignore_eos, tokenizer, context, reach)
+    key = (identity(cfg), lengths, cfg.seed, cfg.output_len, cfg.ignore_eos, tokenizer, context, reach)
     if key in _fitted:
         return
     counter = TokenCounter(tokenizer_file(tokenizer))  # type: ignore[arg-type]  # checked above
     where_key = "workload.path" if cfg.path else "workload.dataset" if cfg.dataset else "workload.kind"
-    found = located(cfg)
+    found = located(cfg, lengths)
     sent = {*_picked(len(found), reach[1], cfg.seed, True), *_picked(len(found), reach[0], cfg.seed, False)}
     for where, conversation in (found[i] for i in sorted(sent)):
         check_fits(where_key, where, _longest_request(conversation, cfg, counter, context), cfg.output_len, context)
@@ -89,13 +97,16 @@ def _longest_request(c: Conversation, cfg: WorkloadConfig, counter: TokenCounter
     return answers + tokens, exact
 
 
-def make_prompts(cfg: WorkloadConfig, n: int, stream: str, warmup: bool = False) -> list[Conversation]:
-    """``n`` items for one phase of one point; ``stream`` names it (sweep/job/repeat/phase)."""
+def make_prompts(
+    cfg: WorkloadConfig, n: int, stream: str, warmup: bool = False, tokenizer: str | None = None
+) -> list[Conversation]:
+    """``n`` items for one phase of one point; ``stream`` names it (sweep/job/repeat/phase);
+    ``tokenizer`` counts a length bucket's tokens (datasets.conversations)."""
     if cfg.kind == "random":
         lo, hi = cfg.token_range
-        rng = np.random.default_rng(_seed(cfg.seed, stream if cfg.unique else ""))
+        rng = np.random.default_rng(stream_seed(cfg.seed, stream if cfg.unique else ""))
         return [Conversation(turns=(rng.integers(lo, hi, size=cfg.input_len).tolist(),)) for _ in range(n)]
-    found = conversations(cfg)
+    found = conversations(cfg, tokenizer)
     picked = [found[i] for i in _picked(len(found), n, cfg.seed, warmup)]
     tag = hashlib.sha256(stream.encode()).hexdigest()[:10] if cfg.unique else None
     return [_formatted(c, cfg, None if tag is None else f"{tag}-{i}") for i, c in enumerate(picked)]

@@ -25,9 +25,10 @@ class RequestShape:
 
     def body(self, conversation: Conversation, turn: int, answers: Sequence[str]) -> dict[str, Any]:
         """Request ``turn`` of ``conversation``, after the model's ``answers`` to the turns before it."""
+        own = {} if conversation.max_tokens is None else {"max_tokens": conversation.max_tokens}
         if self.api == "chat":
-            return {**self.base, "messages": conversation.messages(turn, answers)}
-        return {**self.base, "prompt": conversation.turns[turn]}
+            return {**self.base, **own, "messages": conversation.messages(turn, answers)}
+        return {**self.base, **own, "prompt": conversation.turns[turn]}
 
 
 def request_shape(workload: WorkloadConfig, model: str, engine_fields: dict[str, Any]) -> RequestShape:

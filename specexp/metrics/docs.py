@@ -44,17 +44,24 @@ in the job's output folder, written before anything is sent to MLflow.
   windows of `workload.num_prompts` requests, default max(4, 2 × batch), or until `measure.rel_ci`),
   after a stated warm-up phase: the warm-up requests, then `measure.warmup_windows` (default 2) whole
   windows at the point's concurrency, discarded. No measured window is dropped. Counts are summed over
-  the windows and every other metric is their mean, with `<key>_ci95` (the 95% Student-t half-width
-  over windows, exact scipy quantiles) beside it; a rate (`goodput`) gets its interval on the log
-  scale, a ratio of sums (`decode_speed`, `completion_rate`: the windows' summed tokens or completions
-  over their summed seconds, never a mean of per-request rates) the ratio estimator's over windows,
-  and a proportion (`slo_attainment`) the exact binomial one over requests, all with their bounds as
-  `<key>_lo` / `<key>_hi`. Every output prints an interval as `[lo, hi]` and says once how it was made.
-- A speculative point's ratios to its baseline (`speedup`, ...) are paired where the two arms' windows
-  took turns (mean log ratio of partner windows, Student-t over the pairs with pairs − 1 degrees of
-  freedom, exponentiated; the pairs are the blocks, so the machine's drift between pairs cancels), else
-  unpaired (`<key>_unpaired`, kept beside); their intervals are asymmetric (`_lo` / `_hi`). Verdict
-  classes and break-even bounds are read from the same draws of every point's distribution.
+  the windows and every other metric is their mean, with a 95% Student-t interval over windows (exact
+  scipy quantiles) made where it cannot leave the metric's range: on the log scale for a positive
+  quantity (a latency, a throughput, a rate, a length, `accept_length`), on the logit scale for a
+  fraction (`accept_rate`, `accept_rate_pos_<i>`, `client_burst_share`, `host_cpu_steal`), plain
+  for the rest; `<key>_ci95` is half its width. A ratio of sums (`decode_speed`, `completion_rate`:
+  the windows' summed tokens or completions over their summed seconds, never a mean of per-request
+  rates) gets the ratio estimator's interval over windows, and a proportion (`slo_attainment`) the
+  exact binomial one over requests; every bounded interval has its bounds as `<key>_lo` / `<key>_hi`.
+- `measure.rel_ci` is checked only at pre-declared looks (`measure.windows` windows, then 1.5 times as
+  many each look, up to `measure.max_windows`); each look spends a share of the 5% (Lan-DeMets'
+  O'Brien-Fleming spending, Bonferroni across looks), and a point that stopped there reports every
+  interval, and its speedups, at that share's level: stopping early keeps 95%
+  (benchmarks/sequential_coverage.py). The verdict says the smallest speedup difference each point's
+  windows could detect at 80% power, at the spread they showed.
+  Every output prints an interval as `[lo, hi]` and says once how it was made.
+- A speculative point's ratios to its baseline (`speedup`, ...) are one estimand, said below (One
+  speedup); verdict classes and break-even bounds are read from the same draws of every point's
+  distribution.
 - A sweep's arms (its servers: `drafter=none,tiny`) take turns where their servers can share the
   machine (`arms`, default auto: no GPU, no fixed port): all up at once, and at each load their
   windows alternate in a serpentine order (A B | B A | A B | B A: each round goes the other way round
@@ -63,6 +70,34 @@ in the job's output folder, written before anything is sent to MLflow.
   others: it cancels in their mean and widens, never narrows, their spread.
 - With `repeats > 1`, each point is measured on that many server launches, interleaved (A B A B); each
   launch is its own run (param `repeat`), and the sweep combines them.
+"""
+
+ESTIMAND = """\
+## One speedup
+Every speedup, ratio and break-even is one pre-declared estimand: **the ratio of the two arms' output
+tokens over their window time**, `(Σ tokens_A / Σ seconds_A) / (Σ tokens_B / Σ seconds_B)` over the
+arms' measured windows (for the other ratios the same with their own sums: decode tokens over decode
+seconds, goodput weighted by window seconds, latency means weighted by ok requests). It is never the
+mean of the windows' ratios nor the ratio of the arms' mean window rates: windows of unequal length
+make those differ from it, and from each other.
+
+Its 95% interval is on the log scale (never below 0), from each window's relative residual
+`(tokens_i − R · seconds_i) / (R · mean seconds)`, the window's share of the error of log R:
+- **paired** where the arms' windows took turns (window i of each right beside window i of the other,
+  shown by their start and end times): Student-t over the pairs' differences of residuals with
+  pairs − 1 degrees of freedom, over those pairs; the drift partners share cancels.
+  Tag `specexp.speedup_method=paired`, `windows_paired` = the pairs;
+- **unpaired** only where there is no pairing (arms one after the other, windows without times, two
+  sweeps compared): the arms' residual variances added, Welch-Satterthwaite degrees of freedom. Tag
+  `specexp.speedup_method=unpaired`, `windows_paired` = 0.
+
+The value is the same either way; `<key>_unpaired` keeps the unpaired interval beside the paired one.
+Every output says which was used: the tag and `windows_paired` in MLflow and summary.csv, the methods
+line of the console, the markdown report and verdict.txt ("paired t over 8 window pairs" / "unpaired
+Welch t at 2 of 5 points"), and the verdict marks a point's speedup `unpaired` where its series mixes
+paired and unpaired points.
+`vllm bench serve`, AIPerf and guidellm each report one run's output tokens over its duration; the
+ratio of two such runs is this estimand, unpaired and without an interval.
 """
 
 OUTRO = """\
@@ -122,6 +157,7 @@ def render() -> str:
             lines.append(f"Latencies are in milliseconds, each with the suffixes `_{'`, `_'.join(LATENCY_STATS)}`.")
         parts.append("\n".join(lines) + "\n")
     parts.append(_peers())
+    parts.append(ESTIMAND)
     parts.append(OUTRO)
     return "\n".join(parts)
 

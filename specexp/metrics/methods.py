@@ -14,7 +14,7 @@ from typing import Any
 
 from specexp.metrics.registry import RATIO_METRICS, header
 from specexp.metrics.stats import LEVEL
-from specexp.metrics.windows import POOLED, RATES
+from specexp.metrics.windows import POOLED, scale_of
 
 RATIO_KEYS = tuple(key for key, _, _ in RATIO_METRICS)
 LEVEL_TEXT = f"{LEVEL:.0%}"
@@ -27,13 +27,22 @@ def counted(values: Sequence[float], noun: str) -> str:
 
 
 def ratio_method(pairs: Sequence[float]) -> str:
-    """A speedup's method over the rows that have one: paired over their window pairs, unpaired (Welch)
-    where the arms' windows did not take turns, or both, each with how many rows used it."""
+    """A speedup's method over the rows that have one: the one estimand (each arm's windows pooled:
+    tokens over seconds, docs/METRICS.md "One speedup"), its interval paired over the window pairs,
+    unpaired (Welch) where the arms' windows did not take turns, or both, each with how many rows used it."""
     paired = [p for p in pairs if p >= 2]
     parts = [f"paired t over {counted(paired, 'window pairs')} (log scale)"] if paired else []
     if len(paired) < len(pairs):
         parts.append(f"unpaired Welch t (log scale) at {len(pairs) - len(paired)} of {len(pairs)} points")
-    return ", ".join(parts)
+    return "arms' pooled windows (tokens over seconds), " + ", ".join(parts)
+
+
+def _asymmetric(row: Mapping[str, Any], key: str) -> bool:
+    """Whether a row's interval of ``key`` is not centred on its value (made on a log or logit scale)."""
+    value, lo, hi = (row.get(k) for k in (key, f"{key}_lo", f"{key}_hi"))
+    if value is None or lo is None or hi is None:
+        return False
+    return abs((hi - value) - (value - lo)) > 1e-9 * max(abs(value), 1.0)
 
 
 def key_method(key: str, rows: Sequence[Mapping[str, Any]]) -> str | None:
@@ -48,9 +57,8 @@ def key_method(key: str, rows: Sequence[Mapping[str, Any]]) -> str | None:
         return ratio_method([float(row.get("windows_paired") or 0) for row in mine])
     if key in POOLED:
         return f"ratio estimator over {windows} (log scale)"
-    if key in RATES:
-        return f"Student-t over {windows} (log scale)"
-    return f"Student-t over {windows}"
+    scale = scale_of(key) if any(_asymmetric(row, key) for row in mine) else "linear"  # else recorded before scales
+    return f"Student-t over {windows}" + ("" if scale == "linear" else f" ({scale} scale)")
 
 
 def methods_line(keys: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> str | None:

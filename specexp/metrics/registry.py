@@ -82,11 +82,13 @@ RATIO_METRICS = (
     ("tpot_ratio", "TPOT ratio", "rate points: tpot_ms_mean / that of the baseline at the same offered rate"),
 )
 _PAIRED = (
-    ". Paired where the arms' windows took turns (their start and end times show window i of each beside "
-    "window i of the other, tag specexp.speedup_method=paired): exp(mean of the partners' log ratios ± "
-    "t(0.975, pairs − 1) · se), Student-t over the pairs (taken in turn A B | B A, so that a linear drift "
-    "cancels); else the unpaired ratio (_unpaired). The interval is asymmetric: _lo/_hi bound it, _ci95 is "
-    "half its width"
+    ". One estimand (METRICS.md, One speedup): each arm's windows pooled, Σ value × weight / Σ weight (output "
+    "throughput: its output tokens over its window seconds; decode_speed: decode tokens over decode seconds; "
+    "goodput over window seconds; latency means over ok requests), the point's over its baseline's. Paired where "
+    "the arms' windows took turns (their start and end times show window i of each beside window i of the other, "
+    "tag specexp.speedup_method=paired): Student-t over the pairs' differences of relative residuals, pairs − 1 "
+    "degrees of freedom; else unpaired (Welch), tag specexp.speedup_method=unpaired. _unpaired holds the same "
+    "value with the unpaired interval. The interval is on the log scale: _lo/_hi bound it, _ci95 is half its width"
 )
 
 METRICS: tuple[Metric, ...] = (
@@ -762,9 +764,9 @@ METRICS: tuple[Metric, ...] = (
                 2,
                 "mean",
                 key not in ("ttft_ratio", "tpot_ratio"),
-                f"{key} as the ratio of the two arms' means, their windows taken as independent: log(ratio) ± "
-                "t · √((se/mean)² + (se/mean)²), Welch-Satterthwaite degrees of freedom, exponentiated; kept beside "
-                "the paired figure for comparison",
+                f"{key}'s value (the same estimand, over the same windows) with the unpaired interval, the arms' "
+                "windows taken as independent: the two arms' relative residual variances added, Welch-Satterthwaite "
+                "degrees of freedom, on the log scale; kept beside the paired figure for comparison",
                 _W,
             ),
         )
@@ -792,8 +794,9 @@ METRICS: tuple[Metric, ...] = (
         "wins. Its 95% bounds (_lo/_hi), from joint draws of every point's speedup distribution (the draws "
         "the verdict's classes are decided on): _lo the 2.5% / m tail of where a draw first falls below 1, _hi "
         "the (1 − 2.5% / m) one of where it last does, m the series' points (Bonferroni, so that the bounds and the "
-        "classes hold jointly at 95%); absent where open (a tail of draws below 1 from the first batch on / "
-        "never below 1)",
+        "classes hold jointly at 95%); each drawn curve is read between measured batches both linearly and in "
+        "log(speedup) (the curve's shape between them is unknown): the earlier first and the later last crossing; "
+        "absent where open (a tail of draws below 1 from the first batch on / never below 1)",
         _W,
         labelled=True,
         level="sweep",

@@ -12,7 +12,10 @@ Three kinds of estimate, each saying how its interval is made:
 - ``log``: a positive quantity (a ratio of two arms, a rate) whose Student-t interval is made on
   log(value), ``exp(log value ± t · se)``: asymmetric, and never below 0. ``se`` is on the log scale.
 - ``log`` also holds a ratio of sums over windows (``ratio_of_sums``: tokens over seconds), its
-  se from the ratio estimator's residuals.
+  se from the ratio estimator's residuals, and the ratio of two arms' such sums (``arm_ratio``: every
+  speedup's one estimand), paired over windows that took turns or unpaired (Welch).
+- ``logit``: a mean of fractions (an acceptance rate per window) whose Student-t interval is made on
+  logit(value) (the delta method: se / (p (1 − p))): never outside [0, 1]. ``se`` is on that scale.
 - ``proportion``: ``value`` = k / n over ``n`` trials (``df`` holds n), with the Clopper-Pearson
   (exact binomial) interval: never outside [0, 1].
 """
@@ -50,6 +53,10 @@ def grid(draws: int = DRAWS) -> np.ndarray:
     return probabilities
 
 
+# A bounded estimate's interval is made on a scale where it is unbounded, and mapped back: (to, back).
+SCALES = {"log": (np.log, np.exp), "logit": (special.logit, special.expit)}
+
+
 def t975(df: float) -> float:
     """The exact 97.5% Student-t quantile (fractional degrees of freedom allowed)."""
     return float(special.stdtrit(df, 1 - TAIL))
@@ -63,7 +70,7 @@ class Estimate:
     value: float
     se: float = 0.0
     df: float = 0.0
-    scale: str = "linear"  # linear | log | proportion
+    scale: str = "linear"  # linear | log | logit | proportion
 
     @property
     def known(self) -> bool:
@@ -79,9 +86,10 @@ class Estimate:
             return _clopper_pearson(round(self.value * self.df), int(self.df), p)
         if self.se == 0:
             return np.full(p.shape, self.value)
-        if self.scale == "log":
+        if self.scale in SCALES:
+            to, back = SCALES[self.scale]
             with np.errstate(over="ignore"):
-                return np.exp(math.log(self.value) + self.se * special.stdtrit(self.df, p))
+                return back(to(self.value) + self.se * special.stdtrit(self.df, p))
         return self.value + self.se * special.stdtrit(self.df, p)  # scipy.stats.t.ppf without its overhead
 
     @cached_property
@@ -145,6 +153,15 @@ def positive(samples: Sequence[float]) -> Estimate:
     return Estimate(est.value, est.se / est.value, est.df, "log")
 
 
+def fraction(samples: Sequence[float]) -> Estimate:
+    """The mean of fractions in [0, 1] (a window's acceptance rate) with its interval on the logit scale,
+    so that it never leaves [0, 1]; a mean of exactly 0 or 1 (every window so) has no spread."""
+    est = estimate(samples)
+    if not est.known or not 0 < est.value < 1:
+        return Estimate(est.value, 0.0, est.df)
+    return Estimate(est.value, est.se / (est.value * (1 - est.value)), est.df, "logit")
+
+
 def proportion(successes: int, trials: int) -> Estimate:
     """successes / trials with its Clopper-Pearson interval."""
     if trials <= 0:
@@ -152,13 +169,14 @@ def proportion(successes: int, trials: int) -> Estimate:
     return Estimate(successes / trials, 0.0, trials, "proportion")
 
 
-def paired(num: Sequence[float], den: Sequence[float]) -> Estimate:
-    """The ratio of two arms measured in windows that took turns (window i of one right beside window
-    i of the other): the mean of the pairs' log ratios with a Student-t interval over the pairs,
-    exponentiated (a geometric-mean ratio). The machine's drift, shared by partners, cancels."""
-    logs = np.log(np.asarray(num, dtype=float) / np.asarray(den, dtype=float))
-    est = estimate(logs)
-    return Estimate(math.exp(est.value), est.se, est.df, "log")
+def _relative_residuals(num: Sequence[float], den: Sequence[float]) -> tuple[float, np.ndarray]:
+    """Σ num / Σ den, and each window's residual num_i − R · den_i relative to R · mean(den): the
+    window's share of the error of log R to first order (they sum to 0)."""
+    y, x = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    value = float(y.sum() / x.sum())
+    if not value > 0 or not math.isfinite(value):
+        return value, np.zeros(y.size)
+    return value, (y - value * x) / (value * float(x.mean()))
 
 
 def ratio_of_sums(num: Sequence[float], den: Sequence[float]) -> Estimate:
@@ -166,14 +184,42 @@ def ratio_of_sums(num: Sequence[float], den: Sequence[float]) -> Estimate:
     with the ratio estimator's interval across the windows: its standard error from the residuals
     num_i − R · den_i, se(R) = √(Σ residual² / (n (n − 1))) / mean(den), taken relative to R and made
     on the log scale with n − 1 degrees of freedom, so that it never reaches below 0."""
-    y, x = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
-    value = float(y.sum() / x.sum())
-    n = y.size
-    if n < 2 or value <= 0:
+    value, rel = _relative_residuals(num, den)
+    n = rel.size
+    if n < 2 or not value > 0 or not math.isfinite(value):
         return Estimate(value)
-    residuals = y - value * x
-    se = math.sqrt(float(np.sum(residuals**2)) / (n * (n - 1))) / float(x.mean())
-    return Estimate(value, se / value, n - 1, "log")
+    return Estimate(value, math.sqrt(float(np.sum(rel**2)) / (n * (n - 1))), n - 1, "log")
+
+
+Sums = tuple[Sequence[float], Sequence[float]]  # one arm's windows: (numerators, denominators)
+
+
+def arm_ratio(a: Sums, b: Sums, paired: bool) -> Estimate:
+    """The one estimand of every ratio between two arms (a speedup; docs/METRICS.md): arm A's Σ num /
+    Σ den over its windows (output tokens over window seconds) divided by arm B's, its interval on the
+    log scale. ``paired`` (the arms' windows took turns, window i of each beside window i of the other):
+    Student-t over the pairs' differences of relative residuals (``_relative_residuals``), pairs − 1
+    degrees of freedom, so that the drift partners share cancels. Unpaired: the arms' residual
+    variances added, Welch-Satterthwaite's degrees of freedom. The value is the same either way; only
+    the interval says whether the windows were paired."""
+    ra, u = _relative_residuals(*a)
+    rb, v = _relative_residuals(*b)
+    value = ra / rb if rb else math.nan
+    if not value > 0 or not math.isfinite(value):
+        return Estimate(value)
+    if paired:
+        if u.size != v.size:
+            raise ValueError(f"paired arms need as many windows each, not {u.size} and {v.size}")
+        diff = estimate(u - v)
+        return Estimate(value, diff.se, diff.df, "log") if diff.known else Estimate(value)
+    parts = [(float(np.var(r, ddof=1)) / r.size, r.size - 1) for r in (u, v) if r.size >= 2]
+    if len(parts) < 2:
+        return Estimate(value)
+    rel2 = sum(p for p, _ in parts)
+    if rel2 == 0:
+        return Estimate(value, 0.0, sum(df for _, df in parts), "log")
+    df = rel2**2 / sum(p**2 / df for p, df in parts if p > 0)
+    return Estimate(value, math.sqrt(rel2), df, "log")
 
 
 def from_interval(value: float, half: float | None, n: int) -> Estimate:
@@ -183,11 +229,12 @@ def from_interval(value: float, half: float | None, n: int) -> Estimate:
     return Estimate(value, half / t975(n - 1), n - 1)
 
 
-def from_bounds(value: float, lo: float | None, hi: float | None, df: float) -> Estimate:
-    """A log-scale estimate back from its recorded value, 95% bounds and degrees of freedom."""
-    if lo is None or hi is None or df <= 0 or value <= 0 or lo <= 0:
+def from_bounds(value: float, lo: float | None, hi: float | None, df: float, scale: str = "log") -> Estimate:
+    """A log- (or logit-) scale estimate back from its recorded value, 95% bounds and degrees of freedom."""
+    if lo is None or hi is None or df <= 0 or value <= 0 or lo <= 0 or (scale == "logit" and hi >= 1):
         return Estimate(value)
-    return Estimate(value, (math.log(hi) - math.log(lo)) / (2 * t975(df)), df, "log")
+    to, _ = SCALES[scale]
+    return Estimate(value, float(to(hi) - to(lo)) / (2 * t975(df)), df, scale)
 
 
 def _log_se(e: Estimate) -> float:
@@ -211,20 +258,24 @@ def ratio(num: Estimate, den: Estimate) -> Estimate:
 
 def combine(parts: Sequence[Estimate]) -> Estimate:
     """One point measured on several server launches. Proportions pool their trials. Otherwise the
-    mean of the launches' means (on the log scale for log estimates): its interval comes from the
-    spread between launches, and is never narrower than the windows within the launches allow."""
+    mean of the launches' means (on their scale for log and logit estimates): its interval comes from
+    the spread between launches, and is never narrower than the windows within the launches allow."""
     if len(parts) == 1:
         return parts[0]
     if all(p.scale == "proportion" for p in parts):
         return proportion(sum(round(p.value * p.df) for p in parts), int(sum(p.df for p in parts)))
-    log = all(p.scale == "log" and p.value > 0 for p in parts)
-    centres = [math.log(p.value) if log else p.value for p in parts]
-    between = estimate(centres)
+    scale = parts[0].scale
+    if scale not in SCALES or any(
+        p.scale != scale or p.value <= 0 or (scale == "logit" and p.value >= 1) for p in parts
+    ):
+        scale = "linear"
+    to, back = SCALES.get(scale, (float, float))
+    between = estimate([float(to(p.value)) for p in parts])
     within_se = math.sqrt(sum(p.se**2 for p in parts)) / len(parts)
     centre, se, df = between.value, between.se, between.df
     if within_se > between.se:
         se, df = within_se, sum(p.df for p in parts)
-    return Estimate(math.exp(centre), se, df, "log") if log else Estimate(centre, se, df)
+    return Estimate(float(back(centre)), se, df, scale)
 
 
 def side(est: Estimate, level: float = 1.0, draws: int = DRAWS, family: int = 1) -> int:

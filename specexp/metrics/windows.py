@@ -9,34 +9,56 @@ narrow an interval by throwing away the evidence against it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from specexp.config import MeasureConfig
+from specexp.metrics import sequential
 from specexp.metrics.registry import lookup
 from specexp.metrics.requests import pooled_throughput
-from specexp.metrics.stats import estimate, interval_keys, positive, proportion, ratio_of_sums
+from specexp.metrics.stats import Estimate, estimate, fraction, interval_keys, positive, proportion, ratio_of_sums
 
 TREND_KEY = "output_throughput"  # the window metric precision is judged on
 # Per-window bookkeeping (each window's start and end, epoch seconds): kept in the windows, not a metric.
 WINDOW_TIMES = ("window_start", "window_end")
 RATES = ("goodput",)  # non-negative rates: intervals on the log scale (stats.positive)
+# Fractions in [0, 1] averaged over windows: intervals on the logit scale (stats.fraction).
+FRACTIONS = ("accept_rate", "accept_rate_pos", "client_burst_share", "host_cpu_steal")
+# Positive quantities: intervals on the log scale; every key of these units, and these unitless ones.
+POSITIVE_UNITS = ("tok/s", "req/s", "ms", "s", "count")
+POSITIVE = (*RATES, "accept_length", "tokens_per_chunk_mean", "host_load1", "client_cpu", "client_server_gap")
 # Ratios of sums: key -> (numerator, denominator), each window's sums (stats.ratio_of_sums).
 POOLED = {"decode_speed": ("decode_tokens", "decode_s"), "completion_rate": ("completions", "completion_s")}
 
 
-def rel_half_width(values: Sequence[float]) -> float:
-    """The 95% half-width of the mean of ``values`` relative to the mean (inf below two values)."""
-    est = estimate(values)
-    return est.half / abs(est.value) if est.known and est.value else math.inf
+def scale_of(key: str) -> str:
+    """How a window-averaged key's interval is made, so that it never leaves the key's range: ``logit``
+    for a fraction (FRACTIONS), ``log`` for a positive quantity (a latency, a rate, a length: its unit
+    in POSITIVE_UNITS, or one of POSITIVE), ``linear`` for the rest."""
+    metric = lookup(key)
+    if metric is None:
+        return "linear"
+    if metric.key in FRACTIONS:
+        return "logit"
+    if metric.unit in POSITIVE_UNITS or metric.key in POSITIVE:
+        return "log"
+    return "linear"
+
+
+def window_estimate(key: str, values: Sequence[float]) -> Estimate:
+    """The mean of a key's window values with its interval on the key's scale (``scale_of``)."""
+    return {"logit": fraction, "log": positive, "linear": estimate}[scale_of(key)](values)
 
 
 def enough(values: Sequence[float], measure: MeasureConfig) -> bool:
-    """Whether the windows so far are ``measure.windows`` (and, with ``measure.rel_ci``, whether they
-    are that precise)."""
+    """Whether the windows so far are ``measure.windows`` (and, with ``measure.rel_ci``, whether at one of
+    the pre-declared looks their interval, made at that look's share of the 5%, is that precise:
+    specexp.metrics.sequential)."""
     if len(values) < measure.windows:
         return False
-    return measure.rel_ci is None or rel_half_width(values) <= measure.rel_ci
+    if measure.rel_ci is None:
+        return True
+    est = window_estimate(TREND_KEY, values)
+    return sequential.stop(est, len(values), measure.windows, measure.max_windows, measure.rel_ci)
 
 
 def more_windows(values: Sequence[float], measure: MeasureConfig, elapsed_s: float) -> bool:
@@ -64,7 +86,13 @@ def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> di
     doubt about the point: its interval is just wider. ``output_throughput_pooled`` is the windows'
     tokens over their seconds together (a point's rate whatever its windows' lengths); ``decode_speed``
     likewise its windows' decode tokens over their decode seconds (POOLED), with the ratio
-    estimator's interval over the windows."""
+    estimator's interval over the windows. With ``measure.rel_ci`` every interval is made at the level
+    of the look the point stopped at (specexp.metrics.sequential), so that stopping early keeps 95%."""
+    alpha = None if measure.rel_ci is None else sequential.alpha_at(len(windows), measure.windows, measure.max_windows)
+
+    def at_look(est: Estimate) -> Estimate:  # a point that stopped on a precision target: its look's level
+        return est if alpha is None else sequential.widen(est, alpha)
+
     out: dict[str, float] = {
         "windows": len(windows),
         "windows_warmup": 0,
@@ -76,11 +104,11 @@ def aggregate(windows: Sequence[dict[str, float]], measure: MeasureConfig) -> di
         if metric is not None and metric.aggregate == "sum":  # counts, per-category ones too
             out[key] = float(sum(values))
             continue
-        out |= interval_keys(key, positive(values) if key in RATES else estimate(values))
+        out |= interval_keys(key, at_look(window_estimate(key, values)))
     for key, (num, den) in POOLED.items():
         parts = [(w[num], w[den]) for w in windows if w.get(den, 0.0) > 0]
         if parts:
-            out |= interval_keys(key, ratio_of_sums(*zip(*parts, strict=True)))
+            out |= interval_keys(key, at_look(ratio_of_sums(*zip(*parts, strict=True))))
     out |= saturated(out)
     if "slo_met" in out:
         trials = out.get("requests_ok", 0.0) + out.get("requests_failed", 0.0)

@@ -17,9 +17,10 @@ from omegaconf import DictConfig
 from specexp import atomic, live, redaction, signals
 from specexp.config import Config, ConfigError
 from specexp.console import fmt
+from specexp.context import RunContext
 from specexp.metrics.windows import aggregate
 from specexp.point.plan import ServerPlan, describe, ensure_models, new_result, preflight, run_name, warn_synthetic
-from specexp.point.record import RESULTS, save, save_config, save_server
+from specexp.point.record import RESULTS, save, save_config, save_server, save_traceback
 from specexp.point.serve import ServerLog, planned_log, serve
 from specexp.point.upload import measured_window, track
 from specexp.point.watch import ServerLost, server_cause
@@ -45,22 +46,25 @@ class Underway:
         return self.span[1] if len(self.span) > 1 else None
 
 
-def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int, turn: Turn = nullcontext) -> PointResult:
-    """Measure one point and record it; never raises for a failed point (only for interrupts, and
-    for a job folder that already holds results, which nothing may write over). ``turn`` is entered
-    around each measured window (arms taking turns, specexp.sweep.turns)."""
+def run(
+    cfg: Config, run: RunContext, raw: DictConfig, job_dir: Path, job_num: int, turn: Turn = nullcontext
+) -> PointResult:
+    """Measure one point of ``cfg`` (with what its sweep decided, ``run``) and record it; never raises
+    for a failed point (only for interrupts, and for a job folder that already holds results, which
+    nothing may write over). ``turn`` is entered around each measured window (arms taking turns,
+    specexp.sweep.turns)."""
     if (job_dir / RESULTS).exists():
         raise FileExistsError(f"{job_dir} already holds the results of another point; nothing is written over them")
     job_dir.mkdir(parents=True, exist_ok=True)
     redaction.remember_config(cfg)
-    plan = describe(cfg)
-    result = new_result(cfg, raw, plan, job_dir)
+    plan = describe(cfg, run)
+    result = new_result(cfg, run, raw, plan, job_dir)
     if cfg.workload.synthetic and cfg.drafter.speculative:
         warn_synthetic(cfg.workload.name)
     point = Underway(planned_log(cfg, plan.key))
-    live.point_started(job_num + 1, run_name(cfg), cfg.measure.windows)
+    live.point_started(job_num + 1, run_name(cfg, run), cfg.measure.windows)
     try:
-        _measure(cfg, raw, plan, result, point, job_dir, job_num, turn)
+        _measure(cfg, run, raw, plan, result, point, job_dir, job_num, turn)
     except KeyboardInterrupt:
         result.status, result.error = "interrupted", "interrupted (SIGINT)"
         raise
@@ -68,7 +72,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int, turn: Turn = 
         result.status, result.error = "interrupted", f"interrupted (exit {exc.code})"
         raise
     except Exception as exc:  # a failing point is recorded and the sweep goes on
-        _failed(cfg, result, point, exc)
+        _failed(cfg, result, point, exc, job_dir)
     finally:
         result.tags["specexp.status"] = result.status
         with signals.deferred():  # a second Ctrl-C does not cut the point's record short
@@ -80,6 +84,7 @@ def run(cfg: Config, raw: DictConfig, job_dir: Path, job_num: int, turn: Turn = 
 
 def _measure(
     cfg: Config,
+    run: RunContext,
     raw: DictConfig,
     plan: ServerPlan,
     result: PointResult,
@@ -91,19 +96,19 @@ def _measure(
     """The point's steps when nothing goes wrong: config saved, checks, its server, its windows."""
     save_config(raw, job_dir)
     ensure_models(cfg)
-    preflight(cfg)
-    served = serve(cfg, plan, point.log)
+    preflight(cfg, run)
+    served = serve(cfg, run, plan, point.log)
     point.log = served.log
     result.metrics |= served.metrics
     save_server(served, job_dir)
     result.tags |= served.tags
     # unique per sweep and job (each launch of a repeated point is a job); a single run uses its
     # folder's name (new each run)
-    stream = f"{cfg.sweep_id or job_dir.name}/{job_num}"
-    window = functools.partial(in_turn, turn, functools.partial(measured_window, served.cfg, result, point.span))
+    stream = f"{run.sweep_id or job_dir.name}/{job_num}"
+    window = functools.partial(in_turn, turn, functools.partial(measured_window, cfg, run, result, point.span))
     got = point.collected
-    asyncio.run(measure_windows(served.cfg, plan.engine, served.srv, stream, got.windows, got.received, window))
-    fold(served.cfg, result, got, launched=plan.command is not None)
+    asyncio.run(measure_windows(cfg, run, plan.engine, served.srv, stream, got.windows, got.received, window))
+    fold(cfg, result, got, launched=plan.command is not None)
     if result.metrics.get("requests_ok", 0) == 0:
         records = got.records
         first = records[0].error if records else "-"
@@ -111,8 +116,9 @@ def _measure(
         raise RuntimeError(f"every measured request failed; first error: {first}{cause}")
 
 
-def _failed(cfg: Config, result: PointResult, point: Underway, exc: Exception) -> None:
-    """A point that failed, recorded so: why, in one line where the cause is known."""
+def _failed(cfg: Config, result: PointResult, point: Underway, exc: Exception, job_dir: Path) -> None:
+    """A point that failed, recorded so: why, in one line (an unexpected error's traceback goes to
+    the point's folder, not the console)."""
     if isinstance(exc, ConfigError):  # the engine's own parser refused the argv: nothing was started
         log.error("%s", exc)
         result.status, result.error = "failed", f"ConfigError: {exc}"
@@ -130,7 +136,7 @@ def _failed(cfg: Config, result: PointResult, point: Underway, exc: Exception) -
         log.error("%s: the point is recorded as failed", atomic.reason(exc))
         result.status, result.error = "failed", atomic.reason(exc)
     else:
-        log.exception("point failed")
+        log.error("%s", save_traceback(exc, job_dir))
         result.status, result.error = "failed", f"{type(exc).__name__}: {exc}"
 
 

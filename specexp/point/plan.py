@@ -15,10 +15,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from specexp import checks, redaction, servers, tracking
 from specexp.config import Config
+from specexp.context import RUN_NODE, Launch, RunContext
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
 from specexp.engines.context import context_length
 from specexp.load.prompts import check_lengths, check_workload
+from specexp.load.schedule import check_trace
 from specexp.result import PointResult
 
 log = logging.getLogger("specexp")
@@ -35,26 +37,26 @@ class ServerPlan(NamedTuple):
     key: str
 
 
-def describe(cfg: Config) -> ServerPlan:
-    """The server a config asks for, without side effects."""
+def describe(cfg: Config, run: RunContext) -> ServerPlan:
+    """The server a config asks for, sized for ``run``, without side effects."""
     engine = adapter(cfg)
-    command = engine.command(cfg, PORT_PLACEHOLDER)
+    command = engine.command(cfg, PORT_PLACEHOLDER, Launch.of(cfg, run) if cfg.engine.launches_server else None)
     return ServerPlan(engine, command, servers.server_key(command, engine.endpoint(cfg, PORT_PLACEHOLDER)))
 
 
 _checked: set[str] = set()  # server keys whose argv the engine's own parser accepted in this process
 
 
-def preflight(cfg: Config) -> None:
+def preflight(cfg: Config, run: RunContext) -> None:
     """Read the workload's dataset and check its prompts' lengths (check_prompts), and check the server's
     argv with the engine's own parser, once per server key per process; raises ConfigError before
     anything starts. Notes (settings the engine
     changes or ignores) are logged."""
-    engine, command, key = describe(cfg)
-    check_prompts(cfg, command)
+    engine, command, key = describe(cfg, run)
+    check_prompts(cfg, run, command)
     if key in _checked:  # an external endpoint (no command) is checked too: that it answers
         return
-    checks.check_server_limits(cfg, engine, command)  # first: its refusal is then the only line
+    checks.check_server_limits(cfg, engine, command, run)  # first: its refusal is then the only line
     for note in engine.preflight(cfg, command):
         log.warning(note)
     _checked.add(key)
@@ -75,26 +77,29 @@ def warn_synthetic(name: str) -> None:
         log.warning(SYNTHETIC, name)
 
 
-def dry_run_text(cfg: Config) -> str:
+def dry_run_text(cfg: Config, run: RunContext) -> str:
     """A single run's dry run: the server it would start, as JSON; "" for a sweep's point, whose
     sweep prints one plan for all its points and servers (specexp.sweep.plan.dry_run_plan)."""
-    if cfg.sweep_id:
+    if run.sweep_id:
         return ""
-    _, command, key = describe(cfg)
+    _, command, key = describe(cfg, run)
     shown = {"server_key": key, "argv": command.argv, "env": command.env} if command else {"key": key}
     return json.dumps(redaction.scrub_data(shown), indent=2)
 
 
-def show(cfg: Config, raw: DictConfig) -> PointResult:
+def show(cfg: Config, run: RunContext, raw: DictConfig) -> PointResult:
     """A dry run: the server the point would start, printed; nothing is started or written."""
-    if text := dry_run_text(cfg):
+    if text := dry_run_text(cfg, run):
         print(text, flush=True)
     return PointResult.from_params("dry_run", flat_params(raw))
 
 
 def flat_params(raw: DictConfig) -> dict[str, Any]:
-    """The resolved config as dotted keys, secret values masked (ordinary settings never are)."""
+    """The resolved config as dotted keys, secret values masked (ordinary settings never are), and
+    what a sweeper decided for the job (its ``run`` node) by its own names (sweep_id, repeat, ...)."""
     flat: dict[str, Any] = {}
+    container = OmegaConf.to_container(raw, resolve=True)
+    decided = container.pop(RUN_NODE, None)  # type: ignore[union-attr]
 
     def walk(node: Any, prefix: str) -> None:
         if isinstance(node, dict):
@@ -103,8 +108,8 @@ def flat_params(raw: DictConfig) -> dict[str, Any]:
         else:
             flat[prefix[:-1]] = node
 
-    walk(OmegaConf.to_container(raw, resolve=True), "")
-    return redaction.scrub_data(flat)
+    walk(container, "")
+    return redaction.scrub_data(flat | RunContext.parse(decided).params())  # type: ignore[arg-type]
 
 
 def ensure_models(cfg: Config) -> None:
@@ -126,26 +131,28 @@ def prepare(cfg: Config) -> None:
         ensure_models(cfg)
 
 
-def check_files(cfg: Config) -> None:
+def check_files(cfg: Config, run: RunContext) -> None:
     """The files a job names, readable before any server starts: its checkpoints (when specexp
     launches the server) and its dataset; ConfigError naming key, file and line."""
-    command = describe(cfg).command
+    command = describe(cfg, run).command
     if not cfg.dry_run and command is not None:
         checks.check_model_files(cfg)
-        checks.check_reference_memory(cfg)
-    check_prompts(cfg, command)
+        checks.check_reference_memory(cfg, run=run)
+    check_prompts(cfg, run, command)
 
 
-def check_prompts(cfg: Config, command: Command | None) -> None:
+def check_prompts(cfg: Config, run: RunContext, command: Command | None) -> None:
     """The workload's dataset read, and each request the point sends fitting the server's context
     length. It sends, per phase (specexp.point.windows), a window's items and a closed loop's
     fillers; warm-up sends its own requests and whole warm-up windows."""
     w = cfg.workload
-    check_workload(w)
+    check_workload(w, run.length_tokenizer)
+    check_trace(cfg.load.path, w)
     measured = max(w.measured(cfg.streams), cfg.batch if cfg.load.kind == "closed" else 0)
     warm = max(w.warmups(cfg.streams), w.measured(cfg.streams) if cfg.measure.warmup_windows else 0)
     argv = command.argv if command is not None else None
-    check_lengths(w, context_length(cfg, argv), cfg.model.tokenizer or cfg.model.path, (measured, warm))
+    tokenizer = cfg.model.tokenizer or cfg.model.path
+    check_lengths(w, context_length(cfg, argv), tokenizer, (measured, warm), run.length_tokenizer)
 
 
 def load_label(cfg: Config) -> str:
@@ -153,11 +160,11 @@ def load_label(cfg: Config) -> str:
     return f"batch {cfg.batch}" if cfg.load.kind == "closed" else f"rate {cfg.load.rate:g}/s"
 
 
-def run_name(cfg: Config) -> str:
+def run_name(cfg: Config, run: RunContext) -> str:
     """What the point's run is called: a sweep's name for it (the axes that vary), else its settings."""
     axis = load_label(cfg).replace(" ", "=")
     drafter = adapter(cfg).drafter_label(cfg)
-    return cfg.run_name or f"{cfg.engine.name}/{cfg.model.name}: drafter={drafter} {axis}"
+    return run.run_name or f"{cfg.engine.name}/{cfg.model.name}: drafter={drafter} {axis}"
 
 
 def server_label(cfg: Config) -> str:
@@ -165,7 +172,7 @@ def server_label(cfg: Config) -> str:
     return f"{cfg.engine.name} serving {cfg.model.name}, drafter={cfg.drafter.name}"
 
 
-def new_result(cfg: Config, raw: DictConfig, plan: ServerPlan, job_dir: Path) -> PointResult:
+def new_result(cfg: Config, run: RunContext, raw: DictConfig, plan: ServerPlan, job_dir: Path) -> PointResult:
     """The point's result before it runs: what it is (its settings, params and tags, a new point id)
     and ok until something says otherwise."""
     engine = plan.engine
@@ -177,13 +184,14 @@ def new_result(cfg: Config, raw: DictConfig, plan: ServerPlan, job_dir: Path) ->
         batch=cfg.batch,
         load=cfg.load.kind,
         rate=cfg.load.rate,
-        params=engine.recorded_params(cfg, flat_params(raw)),
+        # load.rate as derived (a profile's peak, a trace's mean rate), not the raw config's null
+        params=engine.recorded_params(cfg, flat_params(raw) | {"load.rate": cfg.load.rate}),
         job_dir=str(job_dir),
     )
     result.tags = {
         tracking.POINT_ID: uuid.uuid4().hex,
-        "mlflow.runName": run_name(cfg),
-        "specexp.sweep_id": cfg.sweep_id or "",
+        "mlflow.runName": run_name(cfg, run),
+        "specexp.sweep_id": run.sweep_id or "",
         "specexp.server_key": plan.key,
         "specexp.git_sha": tracking.git_sha(),
         "specexp.engine": cfg.engine.name,

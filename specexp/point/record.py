@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ from specexp.result import PointResult
 log = logging.getLogger("specexp")
 
 RESULTS = "results.json"
-ARTIFACTS = ("config.yaml", "server.json", "server_info.json", "server.log", "records.jsonl", RESULTS)
+TRACEBACK = "traceback.txt"  # an unexpected failure's traceback: the point's own, not the console's
+ARTIFACTS = ("config.yaml", "server.json", "server_info.json", "server.log", "records.jsonl", RESULTS, TRACEBACK)
 
 
 def save_config(raw: DictConfig, job_dir: Path) -> None:
@@ -56,6 +58,17 @@ def save(result: PointResult, job_dir: Path, server_log: ServerLog, records: lis
         result.tags["specexp.status"] = result.status
         with contextlib.suppress(OSError):
             write_json(job_dir / RESULTS, result.to_json())
+
+
+def save_traceback(exc: BaseException, job_dir: Path) -> str:
+    """An unexpected failure's traceback written to the point's folder (secrets scrubbed), for whoever
+    debugs it; the one line the console gets instead: the error, and where its traceback is."""
+    said = f"point failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
+    try:
+        atomic.write_text(job_dir / TRACEBACK, redaction.scrub("".join(traceback.format_exception(exc))))
+    except OSError as error:
+        return f"{said} (its traceback was not written: {atomic.reason(error)})"
+    return f"{said} (traceback in {job_dir / TRACEBACK})"
 
 
 def write_json(path: Path, data: Any) -> None:

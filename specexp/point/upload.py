@@ -12,6 +12,7 @@ from pathlib import Path
 
 from specexp import tracking
 from specexp.config import Config, TrackingConfig
+from specexp.context import RunContext
 from specexp.point.plan import run_name
 from specexp.point.record import ARTIFACTS, RESULTS, write_json
 from specexp.result import PointResult
@@ -22,7 +23,7 @@ ERROR_TAG = "specexp.error"  # why a point failed, on its run
 
 
 @contextmanager
-def measured_window(cfg: Config, result: PointResult, span: list[int]) -> Iterator[None]:
+def measured_window(cfg: Config, run: RunContext, result: PointResult, span: list[int]) -> Iterator[None]:
     """One measured window: the point's run is opened as the first one starts (so MLflow's monitor
     samples the system into it); ``span`` holds the first window's start and the last one's end."""
     start = tracking.now_ms()
@@ -30,7 +31,7 @@ def measured_window(cfg: Config, result: PointResult, span: list[int]) -> Iterat
         try:
             point_id = result.tags[tracking.POINT_ID]
             result.run_id = tracking.open_point(
-                cfg.tracking, Path(cfg.outputs), run_name(cfg), cfg.sweep_id, start, point_id
+                cfg.tracking, Path(cfg.outputs), run_name(cfg, run), run.sweep_id, start, point_id
             )
         except Exception as exc:  # the point goes on; its run is created when it ends
             log.error("could not open the point's MLflow run (%s)", tracking.store_message(exc))

@@ -1,6 +1,7 @@
 """The watchdog over a point's server: a load or a counters read is watched, and the engine's death
-(ServerExited) or stall (EngineStalled, its process group killed) ends it with the evidence (exit
-code or process state, the log's tail), instead of records that only say "connection error"."""
+(ServerExited) or stall (EngineStalled: its process group killed if specexp launched it) ends it with
+the evidence (exit code or process state, the log's tail), instead of records that only say
+"connection error"."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ async def watched(
 ) -> T:
     """``work``, unless the server process exits first (ServerExited, naming the exit code, ``phase``
     and the log's tail: what the records would otherwise hide as connection errors), or requests
-    wait on it for ``stall_s`` with nothing back (EngineStalled; its process group is killed). A work
+    wait on it for ``stall_s`` with nothing back (EngineStalled; a launched server's process group is killed). A work
     that is not a load (a counters read: ``one_request``) is itself the one request waited on."""
     clock = progress.Progress()
     with progress.watching(clock):
@@ -89,16 +90,18 @@ def exited(srv: servers.Server, phase: str) -> ServerExited:
 
 
 def stalled(srv: servers.Server, phase: str, stall_s: float, clock: progress.Progress) -> EngineStalled:
-    """The stalled server killed (the next point gets a fresh one; its requests fail at once), and
-    what was seen, in words."""
-    state = process_state(srv.process.pid) if srv.process else "unknown (not launched by specexp)"
+    """The stalled server killed when specexp launched it (the next point gets a fresh one; its
+    requests fail at once), and what was seen and done, in words: an endpoint specexp did not launch
+    is only no longer waited on."""
     waiting = f"{clock.in_flight} request{'s' * (clock.in_flight != 1)} in flight"
+    seen = f"engine stalled: no token for {clock.idle_s():.0f} s with {waiting} {phase} (engine.stall_s={stall_s:g})"
+    if srv.process is None:
+        servers.discard(srv)
+        return EngineStalled(f"{seen}; {srv.base_url} was not launched by specexp: its requests were abandoned")
+    state = process_state(srv.process.pid)
     tail = log_tail(srv.log_path) if srv.log_path else "(no log)"
     servers.discard(srv)
-    return EngineStalled(
-        f"engine stalled: no token for {clock.idle_s():.0f} s with {waiting} {phase} (engine.stall_s="
-        f"{stall_s:g}); process state: {state}; its process group was killed; log tail:\n{tail}"
-    )
+    return EngineStalled(f"{seen}; process state: {state}; its process group was killed; log tail:\n{tail}")
 
 
 # An exception's last line (``RuntimeError: ... not enough memory``), not an access log's "500 Internal Server Error".

@@ -14,12 +14,13 @@ import aiohttp
 
 from specexp import live, servers
 from specexp.config import Config
+from specexp.context import RunContext
 from specexp.engines.base import Engine
-from specexp.load.arrivals import arrival_times
 from specexp.load.client import run_closed_loop, run_open_loop
 from specexp.load.conversation import Conversation
 from specexp.load.host import CLIENT_CPU_WARNING, HostSample, noise
 from specexp.load.prompts import make_prompts
+from specexp.load.schedule import arrivals, window_items
 from specexp.load.shape import RequestShape, request_shape
 from specexp.metrics import requests, slo, traffic
 from specexp.metrics import server as server_metrics
@@ -65,6 +66,7 @@ class Session:
     request shape and prompt stream."""
 
     cfg: Config
+    run: RunContext
     engine: Engine
     srv: servers.Server
     http: aiohttp.ClientSession
@@ -81,6 +83,7 @@ class Session:
 
 async def measure_windows(
     cfg: Config,
+    run: RunContext,
     engine: Engine,
     srv: servers.Server,
     stream: str,
@@ -99,14 +102,15 @@ async def measure_windows(
     timeout = aiohttp.ClientTimeout(total=cfg.request_timeout_s)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(headers=engine.headers(cfg), timeout=timeout, connector=connector) as http:
-        session = Session(cfg, engine, srv, http, shape, stream)
+        session = Session(cfg, run, engine, srv, http, shape, stream)
         # each warm-up record joins ``received`` as it ends (a point that ends in warm-up keeps them), and
         # is kept in records.jsonl (marked warmup) with the first window's, in no metric
         warmed = await _warm_up(session, received.append)
         start = time.monotonic()
         while more_windows([m.metrics.get(TREND_KEY, 0.0) for m in windows], cfg.measure, time.monotonic() - start):
             index = len(windows)
-            items = make_prompts(w, w.measured(cfg.streams), f"{stream}/window{index}")
+            seed = (cfg.load.seed, run.repeat, index)
+            items = window_items(cfg, f"{stream}/window{index}", seed, tokenizer=run.length_tokenizer)
             with window():
                 records, before, after, context = await _one_window(session, items, index, received)
             for record in records:
@@ -122,13 +126,15 @@ async def _warm_up(session: Session, keep: Callable[[RequestRecord], None]) -> l
     """``workload.warmup`` requests, then whole windows at the point's concurrency: all discarded
     from the metrics; each record passed to ``keep`` as it ends."""
     cfg, w = session.cfg, session.cfg.workload
-    warm = make_prompts(w, w.warmups(cfg.streams), f"{session.stream}/warmup", warmup=True)
+    warm = make_prompts(w, w.warmups(cfg.streams), f"{session.stream}/warmup", True, session.run.length_tokenizer)
     warmed: list[RequestRecord] = []
     if warm:
         load = _closed_loop(session, warm, cfg.streams, keep, warmup=True)
         warmed = await session.watched(load, "during warm-up")
     for k in range(cfg.measure.warmup_windows):
-        items = make_prompts(w, w.measured(cfg.streams), f"{session.stream}/warmup-window{k}", warmup=True)
+        items = make_prompts(
+            w, w.measured(cfg.streams), f"{session.stream}/warmup-window{k}", True, session.run.length_tokenizer
+        )
         warmed += await session.watched(
             _closed_loop(session, items, cfg.streams, keep, warmup=True), "during a warm-up window"
         )
@@ -192,11 +198,10 @@ def _window_load(
     the window's end by fillers (specexp.load.client)."""
     cfg, s = session.cfg, session
     if cfg.load.kind == "rate":
-        seed = (cfg.load.seed, cfg.repeat, index)
-        arrivals = arrival_times(len(items), cfg.load.rate, cfg.load.burstiness, seed)
+        times = arrivals(cfg.load, len(items), (cfg.load.seed, s.run.repeat, index))
         cap = cfg.load.max_concurrency
-        return run_open_loop(s.http, s.srv.base_url, s.shape, items, arrivals, cap, s.engine.observe, keep)
-    fill = make_prompts(cfg.workload, cfg.batch, f"{s.stream}/window{index}/fill")
+        return run_open_loop(s.http, s.srv.base_url, s.shape, items, times, cap, s.engine.observe, keep)
+    fill = make_prompts(cfg.workload, cfg.batch, f"{s.stream}/window{index}/fill", tokenizer=s.run.length_tokenizer)
     return _closed_loop(session, items, cfg.batch, keep, fill=fill)
 
 
@@ -228,7 +233,7 @@ def fold(cfg: Config, result: PointResult, collected: Collected, launched: bool)
     if result.metrics.get("client_cpu", 0.0) >= CLIENT_CPU_WARNING:
         log.warning(
             "the load client used %.0f%% of a core at %s: it, not the server, may be setting the pace "
-            "(README: Limits of the measurement)",
+            "(docs/guides/confidence.md: Limits of the measurement)",
             100 * result.metrics["client_cpu"],
             load_label(cfg),
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import sys
@@ -40,6 +41,10 @@ def parser() -> argparse.ArgumentParser:
         "--schedule",
         help="depth per number of running requests, JSON [[batch_from, batch_to, depth], ...] (capped by k)",
     )
+    p.add_argument(
+        "--synthetic-acceptance-rates",
+        help="accept by a seeded coin, not the target: JSON per-position unconditional rates, one per draft step",
+    )
     p.add_argument("--prompt-lookup-min", type=int, help="ngram: shortest suffix to match (default 1)")
     p.add_argument("--prompt-lookup-max", type=int, help="ngram: longest suffix to match (default 3)")
     p.add_argument("--max-running-requests", type=int, required=True)
@@ -72,6 +77,10 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             args.schedule = Schedule.parse(json.loads(args.schedule))
         except (json.JSONDecodeError, ScheduleError) as exc:
             p.error(f"--schedule: {exc}")
+    if args.synthetic_acceptance_rates is not None:
+        args.synthetic_acceptance_rates = synthetic_rates(
+            p, args.synthetic_acceptance_rates, method, k=args.num_speculative_tokens
+        )
     if method != "ngram" and (args.prompt_lookup_min is not None or args.prompt_lookup_max is not None):
         p.error("--prompt-lookup-min/max only apply to --speculative-method ngram")
     if method == "ngram":
@@ -114,6 +123,19 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(f"--max-model-len {args.max_model_len} > the model's {target.max_position_embeddings} positions")
 
 
+def synthetic_rates(p: argparse.ArgumentParser, text: str, method: str | None, k: int) -> list[float]:
+    """``--synthetic-acceptance-rates`` read and checked as vLLM checks them."""
+    if method is None:
+        p.error("--synthetic-acceptance-rates needs --draft-model or --speculative-method")
+    try:
+        rates = [float(r) for r in json.loads(text)]
+    except (json.JSONDecodeError, TypeError, ValueError):
+        p.error(f"--synthetic-acceptance-rates {text!r} is not a JSON list of numbers")
+    if len(rates) != k or not all(0 <= r <= 1 for r in rates) or any(b > a for a, b in itertools.pairwise(rates)):
+        p.error(f"--synthetic-acceptance-rates {rates}: need {k} rates in [0, 1], non-increasing")
+    return rates
+
+
 def build(args: argparse.Namespace) -> ApiServer:
     device, dtype = torch.device(args.device), DTYPES[args.dtype]
     k = args.num_speculative_tokens or 0
@@ -132,7 +154,15 @@ def build(args: argparse.Namespace) -> ApiServer:
         drafter = NgramDrafter(args.prompt_lookup_min, args.prompt_lookup_max, target.cfg.vocab_size, device)
     metrics = EngineMetrics(k)
     engine = BatchEngine(
-        target, drafter, k, args.max_running_requests, args.num_continuous_decode_steps, metrics, args.schedule
+        target,
+        drafter,
+        k,
+        args.max_running_requests,
+        args.num_continuous_decode_steps,
+        metrics,
+        args.schedule,
+        args.synthetic_acceptance_rates,
+        args.seed,
     )
     tokenizer = Tokenizer.from_file(str(args.model / "tokenizer.json"))
     settings = ServerSettings(args.served_model_name, args.max_model_len, args.seed)

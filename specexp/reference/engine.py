@@ -7,7 +7,9 @@ step: the drafter proposes up to k tokens per row, the target verifies all of th
 forward, each row accepts its own prefix and emits it plus one token, and both caches roll back to
 what was accepted (by length; stale entries are overwritten later). With a depth schedule, a step
 drafts the depth the schedule gives for the number of rows running in it (capped by k), as vLLM's
-``num_speculative_tokens_per_batch_size`` does.
+``num_speculative_tokens_per_batch_size`` does. With synthetic acceptance (``--synthetic-acceptance-rates``)
+the drafter still drafts and the target still verifies, but a seeded coin per position accepts, as
+vLLM's ``rejection_sample_method: synthetic`` does.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from specexp.reference.drafters import Drafter, pad
 from specexp.reference.model import KVCache, Llama
 from specexp.reference.prometheus import DepthMetrics, EngineMetrics
 from specexp.reference.request import RequestState
-from specexp.reference.sampling import Sampling, verify
+from specexp.reference.sampling import Sampling, conditional_rates, verify
 
 log = logging.getLogger("specexp.reference")
 
@@ -41,6 +43,8 @@ class BatchEngine:
         decode_steps: int,
         metrics: EngineMetrics,
         schedule: Schedule | None = None,
+        synthetic: list[float] | None = None,
+        seed: int = 0,
     ) -> None:
         self.target = target
         self.cache = KVCache(target.cfg, max_running, target.dtype, target.device)
@@ -56,6 +60,11 @@ class BatchEngine:
         self.vocab = target.cfg.vocab_size
         self.device = target.device
         self.one = torch.ones((), device=self.device)  # expanded into the noise of all-greedy steps
+        # Synthetic acceptance: conditional per-position rates, and the seeded generator its coins come from.
+        self.synthetic = None
+        if synthetic is not None and drafter:
+            self.synthetic = torch.tensor(conditional_rates(synthetic), device=self.device)
+            self.coins = torch.Generator(self.device).manual_seed(seed)
         self.running: list[RequestState] = []  # running[i] lives in cache slot i
         self.waiting: deque[RequestState] = deque()
         self.cond = threading.Condition()
@@ -187,6 +196,8 @@ class BatchEngine:
         if self.drafter and max(k_cap) > 0:
             u, exps = self._noise(seqs)
             draft, q, k_eff = self.drafter.propose(seqs, k_cap, sampling, exps[:, : self.k])
+            if self.synthetic is not None:  # the drafter drafted (its cost is real); a coin accepts
+                u = torch.rand(len(seqs), self.k, generator=self.coins, device=self.device)
         else:
             u, exps = None, None
             draft, q, k_eff = self._no_draft(len(seqs))
@@ -220,7 +231,9 @@ class BatchEngine:
         p = sampling.probs(logits)
         if q is None:
             q = p.new_zeros(b, width, p.shape[-1])
-        accepted_t, nxt = verify(p, q, draft, k_eff, u[:, :width], exps[:, self.k : self.k + width + 1])
+        accepted_t, nxt = verify(
+            p, q, draft, k_eff, u[:, :width], exps[:, self.k : self.k + width + 1], self.synthetic if width else None
+        )
         accepted, nxt, k_list = accepted_t.tolist(), nxt.tolist(), k_eff.tolist()
         rows = draft.tolist()
         m = self.metrics

@@ -57,6 +57,21 @@ def accept_mask(p_draft: torch.Tensor, q_draft: torch.Tensor, u: torch.Tensor) -
     return u * q_draft <= p_draft
 
 
+def conditional_rates(rates: list[float]) -> list[float]:
+    """Per-position unconditional acceptance rates (position i: the first i+1 drafts all accepted) as
+    the chance of accepting position i given the ones before it were, as vLLM's synthetic sampler
+    draws them (vllm/v1/spec_decode/utils.py); 0 after a position that is never reached."""
+    return [r / before if before > 0 else 0.0 for r, before in zip(rates, [1.0, *rates[:-1]], strict=True)]
+
+
+def synthetic_accept(u: torch.Tensor, conditional: torch.Tensor, k_eff: torch.Tensor) -> torch.Tensor:
+    """Synthetic acceptance: each row accepts draft i when ``u[i] < conditional[i]`` and every draft
+    before it was accepted, whatever the draft and the target say; ``u`` ``[B, K]`` uniforms."""
+    k = u.shape[1]
+    ok = (u < conditional[:k]) & (torch.arange(k, device=u.device) < k_eff[:, None])
+    return ok.int().cumprod(-1).sum(-1)
+
+
 def verify(
     p: torch.Tensor,
     q: torch.Tensor,
@@ -64,6 +79,7 @@ def verify(
     k_eff: torch.Tensor,
     u: torch.Tensor,
     exponentials: torch.Tensor,
+    synthetic: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Accept a prefix of each row's draft chain and pick the token that follows it.
 
@@ -72,9 +88,15 @@ def verify(
     u: ``[B, K]`` uniforms; exponentials: ``[B, K+1, V]``. Returns (accepted count ``[B]``, next
     token ``[B]``): a sample from norm(max(0, p - q)) after a rejection, else the bonus from p.
     The emitted tokens are then distributed exactly as the target's.
+
+    ``synthetic`` (per-position conditional rates): accept by ``synthetic_accept`` instead, and take the
+    next token from p itself, as vLLM's synthetic sampler does; outputs are then not the target's.
     """
     b, k = draft.shape
     rows = torch.arange(b, device=p.device)
+    if synthetic is not None:
+        accepted = synthetic_accept(u, synthetic, k_eff) if k else torch.zeros(b, dtype=torch.long, device=p.device)
+        return accepted, sample(p[rows, accepted], exponentials[rows, accepted])
     if k:
         p_d = p[:, :k].gather(-1, draft[..., None]).squeeze(-1)
         q_d = q.gather(-1, draft[..., None]).squeeze(-1)

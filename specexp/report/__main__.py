@@ -15,6 +15,7 @@ from specexp.report.crossover_map import draw_map
 from specexp.report.fetch import LATEST, Sweep, SweepNotFound, fetch_sweep, folder_record
 from specexp.report.markdown import map_markdown, sweep_report
 from specexp.report.plots import make_plots
+from specexp.report.required import write as required_acceptance
 from specexp.report.study import DEPTH_PLOT, best_per_batch, depth_plot
 from specexp.report.summary import summary_rows, write_csv
 from specexp.report.verdict import verdicts
@@ -84,7 +85,12 @@ def report(sweep: Sweep, out: Path, plots: bool) -> str:
     if sweep.name and sweep.name != f"sweep-{sweep.sweep_id}":  # parents named by what they swept
         title += f": {sweep.name}"
     breakeven_map = map_markdown(rows)
-    text = sweep_report(title, rows, words, images, sweep.settings, [breakeven_map] if breakeven_map else [])
+    sections = [breakeven_map] if breakeven_map else []
+    files, needs = required_acceptance(rows, out, plots)  # a synthetic-acceptance map: what a drafter needs
+    images += [f for f in files if f.suffix == ".png"]
+    if needs:
+        sections.append("\n".join(["## Required acceptance length", *(f"- {line}" for line in needs)]))
+    text = sweep_report(title, rows, words, images, sweep.settings, sections)
     (out / "report.md").write_text(text, encoding="utf-8")
     return text
 

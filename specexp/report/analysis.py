@@ -7,10 +7,12 @@ and ``windows``) and per-window metrics. A series of points varies one load axis
 loop) or the request rate (open loop); crossovers are read along it. A point measured on several
 server launches (``repeats``) has one result per launch.
 
-A speedup is paired when the two arms' windows took turns (A0 B0 A1 B1, specexp.sweep.turns: each
-window and its partner share the machine's state): the mean log ratio of partners, Student-t over
-the pairs. Otherwise (arms one after the other, windows without times) it is the unpaired ratio of
-the arms' means. Every point records both, and says which it used (METHOD_TAG, ``windows_paired``).
+Every speedup and ratio is one estimand, whatever the windows (WEIGHTS, stats.arm_ratio): each arm's
+windows pooled (output tokens over window seconds), A's over B's. Only its interval depends on the
+windows: paired when the two arms' windows took turns (A0 B0 A1 B1, specexp.sweep.turns: each window
+and its partner share the machine's state), Student-t over the pairs; otherwise (arms one after the
+other, windows without times) unpaired, Welch. Every point records both intervals and says which it
+used (METHOD_TAG, ``windows_paired``).
 """
 
 from __future__ import annotations
@@ -21,18 +23,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from specexp.config import SloConfig
-from specexp.load.host import CLIENT_CPU_WARNING
+from specexp.metrics import sequential
 from specexp.metrics.stats import (
     Estimate,
+    Sums,
+    arm_ratio,
     combine,
     from_bounds,
     from_interval,
     interval_keys,
-    paired,
     proportion,
     ratio,
 )
-from specexp.report.crossing import breaks_trend, crossing_bounds, crossing_draws, crossover, crossover_interval
+from specexp.metrics.windows import scale_of
+from specexp.report.contention import client_bound, host_load
+from specexp.report.crossing import (
+    breaks_trend,
+    crossing_bounds,
+    crossing_draws,
+    crossover,
+    crossover_interval,
+    first_crossings,
+)
+from specexp.report.distinguish import distinguishing
 from specexp.result import PointResult
 
 # Params that differ between points of one sweep without making them different experiments.
@@ -105,7 +118,8 @@ def metric_estimate(row: PointResult, key: str) -> Estimate | None:
         return proportion(int(metrics["slo_met"]), int(requests_of(metrics)))
     windows = int(metrics.get("windows", 1))
     if f"{key}_lo" in metrics and f"{key}_hi" in metrics:
-        return from_bounds(metrics[key], metrics[f"{key}_lo"], metrics[f"{key}_hi"], windows - 1)
+        scale = "logit" if scale_of(key) == "logit" else "log"
+        return from_bounds(metrics[key], metrics[f"{key}_lo"], metrics[f"{key}_hi"], windows - 1, scale)
     return from_interval(metrics[key], metrics.get(f"{key}_ci95"), windows)
 
 
@@ -136,38 +150,94 @@ def alternated(a: Sequence[dict[str, float]], b: Sequence[dict[str, float]]) -> 
     return pairs
 
 
-def _window_values(windows: Sequence[dict[str, float]], key: str) -> list[float] | None:
-    values = [w.get(key) for w in windows]
-    return None if any(v is None for v in values) else [float(v) for v in values]  # type: ignore[arg-type]
+# The one estimand of every ratio (docs/METRICS.md, "One speedup"): each arm's windows pooled, Σ metric ·
+# weight / Σ weight (for output throughput: its output tokens over its window seconds), A's over B's.
+WEIGHTS = {
+    "output_throughput": "window_s",
+    "decode_speed": "decode_s",
+    "goodput": "window_s",
+    "ttft_ms_mean": "requests_ok",
+    "tpot_ms_mean": "requests_ok",
+}
 
 
-def _recorded(row: PointResult, key: str) -> Estimate | None:
-    """A ratio as an earlier analysis recorded it (a row read back from MLflow, without its windows)."""
+def window_sums(windows: Sequence[dict[str, float]], metric: str) -> Sums | None:
+    """Each window's numerator (metric × weight: its output tokens) and denominator (WEIGHTS: its
+    seconds); a window without the metric counts for nothing (0, 0). None when a window has the metric
+    without its weight (recorded before weights were) or no window has it."""
+    weight = WEIGHTS[metric]
+    nums, dens = [], []
+    for w in windows:
+        value, size = w.get(metric), w.get(weight)
+        if value is not None and size is None:
+            return None
+        ok = value is not None and size is not None and size > 0
+        nums.append(float(value) * float(size) if ok else 0.0)  # type: ignore[arg-type]
+        dens.append(float(size) if ok else 0.0)  # type: ignore[arg-type]
+    return (nums, dens) if sum(dens) > 0 else None
+
+
+def _recorded(row: PointResult, key: str, paired: bool) -> Estimate | None:
+    """A ratio as an earlier analysis recorded it (a row read back from MLflow, without its windows):
+    paired with pairs − 1 degrees of freedom; unpaired with the row's windows − 1 (at most Welch's: the
+    interval read back is no narrower than the one recorded)."""
     m = row.metrics
-    if m.get(key) is None or not m.get(key + "_lo") or m.get("windows_paired", 0) < 2:
+    if m.get(key) is None or not m.get(key + "_lo"):
         return None
-    return from_bounds(m[key], m[key + "_lo"], m.get(key + "_hi"), m["windows_paired"] - 1)
+    df = m["windows_paired"] - 1 if paired else m.get("windows", 1) - 1
+    return from_bounds(m[key], m[key + "_lo"], m.get(key + "_hi"), df)
+
+
+def arms_ratio(num: PointResult, den: PointResult, metric: str, pairs: int = 0) -> tuple[Estimate, Estimate] | None:
+    """``metric`` of ``num`` over that of ``den``, the one estimand where both have their windows'
+    sums (WEIGHTS, stats.arm_ratio): paired over the leading ``pairs`` windows that took turns (two or
+    more), else unpaired over every window; with its unpaired twin (the same value, the interval as if
+    the windows had not taken turns). Without windows' sums (a metric without a weight, a percentile):
+    the ratio of the two points' recorded values, unpaired. None when either lacks the metric."""
+    n = pairs if pairs >= 2 else None
+    if metric in WEIGHTS:
+        a, b = window_sums(num.windows[:n], metric), window_sums(den.windows[:n], metric)
+        if a is not None and b is not None:
+            unpaired = arm_ratio(a, b, paired=False)
+            return (arm_ratio(a, b, paired=True) if n else unpaired), unpaired
+    top, bottom = metric_estimate(num, metric), metric_estimate(den, metric)
+    if top is None or bottom is None or not bottom.value:
+        return None
+    return ratio(top, bottom), ratio(top, bottom)
+
+
+def _number(params: dict, key: str) -> float | None:
+    value = params.get(key)
+    return None if value in (None, "", "None", "null") else float(value)
+
+
+def look_alpha(row: PointResult, base: PointResult) -> float | None:
+    """The error a ratio's interval is made at when the point stopped on a precision target
+    (``measure.rel_ci``): the share of the look its arms stopped at (specexp.metrics.sequential); None
+    for a fixed number of windows (5%)."""
+    if _number(row.params, "measure.rel_ci") is None or not row.windows:
+        return None
+    windows, most = _number(row.params, "measure.windows"), _number(row.params, "measure.max_windows")
+    if windows is None or most is None:
+        return None
+    return sequential.alpha_at(max(len(row.windows), len(base.windows)), int(windows), int(most))
 
 
 def ratio_estimates(row: PointResult, base: PointResult) -> tuple[dict[str, Estimate], dict[str, Estimate], int]:
-    """A speculative row's ratios to its baseline (RATIOS for its load kind): the estimates used
-    (paired where the two arms' windows took turns), the unpaired ones, and the window pairs used (0:
-    unpaired)."""
+    """A speculative row's ratios to its baseline (RATIOS for its load kind), each the one estimand
+    (``arms_ratio``): the estimates used (paired where two or more windows took turns), their unpaired
+    twins, and the window pairs used (0: unpaired); a point that stopped on a precision target gets its
+    look's level (``look_alpha``). A row without windows (read back) keeps what its analysis recorded."""
     pairs = alternated(row.windows, base.windows)
     used: dict[str, Estimate] = {}
     unpaired: dict[str, Estimate] = {}
     for key, metric in RATIOS[row.load]:
-        num, den = metric_estimate(row, metric), metric_estimate(base, metric)
-        if num is None or den is None or not den.value:
-            continue
-        unpaired[key] = ratio(num, den)
-        a, b = _window_values(row.windows[:pairs], metric), _window_values(base.windows[:pairs], metric)
-        if pairs >= 2 and a and b and min(a) > 0 and min(b) > 0:
-            used[key] = paired(a, b)
-        elif not row.windows and (earlier := _recorded(row, key)) is not None:
+        if not row.windows and (earlier := _recorded(row, key, row.metrics.get("windows_paired", 0) >= 2)):
             used[key] = earlier
-        else:
-            used[key] = unpaired[key]
+            unpaired[key] = _recorded(row, f"{key}_unpaired", False) or earlier
+        elif (found := arms_ratio(row, base, metric, pairs)) is not None:
+            alpha = look_alpha(row, base)
+            used[key], unpaired[key] = found if alpha is None else tuple(sequential.widen(e, alpha) for e in found)
     if not row.windows and "windows_paired" in row.metrics:
         pairs = int(row.metrics["windows_paired"])
     return used, unpaired, pairs if pairs >= 2 and used else 0
@@ -176,11 +246,16 @@ def ratio_estimates(row: PointResult, base: PointResult) -> tuple[dict[str, Esti
 def _ratios(rows: Sequence[PointResult]) -> dict[int, tuple[dict[str, Estimate], dict[str, Estimate], int]]:
     """Per speculative row with a baseline from the same launch round (launches of one round run back
     to back, so a row and its baseline share the machine's drift): ratio_estimates."""
-    baselines = {(identity(r), launch(r)): r for r in rows if not r.speculative and r.ok}
+    baselines: dict[tuple, list[PointResult]] = {}
+    for r in rows:
+        if not r.speculative and r.ok:
+            baselines.setdefault((identity(r), launch(r)), []).append(r)
     out = {}
     for i, row in enumerate(rows):
-        base = baselines.get((identity(row), launch(row)))
-        if row.speculative and base is not None and row.ok:
+        found = baselines.get((identity(row), launch(row)))
+        if row.speculative and found and row.ok:
+            # several (a study: one per trial): the one its windows took turns with, else the last
+            base = max(reversed(found), key=lambda b: alternated(row.windows, b.windows))
             out[i] = ratio_estimates(row, base)
     return out
 
@@ -242,27 +317,6 @@ class Series:
         return f"{self.drafter} ({extra})" if extra else self.drafter
 
 
-def client_bound(rows: Sequence[PointResult]) -> dict[float, float]:
-    """Places at which the load client used at least CLIENT_CPU_WARNING of a core (speculative or
-    baseline point, any launch), with the largest share seen."""
-    out: dict[float, float] = {}
-    for row in rows:
-        share = row.metrics.get("client_cpu", 0.0)
-        if share >= CLIENT_CPU_WARNING:
-            out[x_of(row)] = max(share, out.get(x_of(row), 0.0))
-    return dict(sorted(out.items()))
-
-
-def host_load(rows: Sequence[PointResult]) -> dict[float, float]:
-    """Per place, the highest 1-minute load average per core seen by its points (any arm or launch)."""
-    out: dict[float, float] = {}
-    for row in rows:
-        if (load := row.metrics.get("host_load1")) is not None:
-            per_core = load / float(row.tags.get("specexp.host_cpus") or 1)
-            out[x_of(row)] = max(per_core, out.get(x_of(row), 0.0))
-    return dict(sorted(out.items()))
-
-
 def _places(rows: Sequence[PointResult], indices: Sequence[int], stem: str) -> dict[str, dict[float, list[int]]]:
     """Rows grouped into series (points that differ only along their load axis), by sweep-level key:
     ``<stem>.<drafter>``, suffixed with the settings that tell a drafter's series apart when it was
@@ -278,7 +332,7 @@ def _places(rows: Sequence[PointResult], indices: Sequence[int], stem: str) -> d
     for (name, ident), places in grouped.items():
         label = f"{stem}.{name}"
         if len(by_drafter[name]) > 1:
-            label += "." + ".".join(v for k, v in _distinguishing(ident, by_drafter[name]))
+            label += "." + ".".join(v for k, v in distinguishing(ident, by_drafter[name]))
         out[label] = dict(sorted(places.items()))
     return out
 
@@ -296,17 +350,16 @@ def series(rows: Sequence[PointResult], estimates: dict[int, dict[str, Estimate]
             s.unsettled = [x for x, ok in settled.items() if not ok]
             ident = identity(first, drop=AXIS_PARAMS)
             mine = [r for r in rows if r.ok and identity(r, drop=AXIS_PARAMS) == ident]
-            s.client_cpu = client_bound(mine)
-            s.host_load = host_load(mine)
+            s.client_cpu = client_bound(mine, x_of)
+            s.host_load = host_load(mine, x_of)
             s.paired = {x: all(rows[i].tags.get(METHOD_TAG) == "paired" for i in idx) for x, idx in places.items()}
             trusted = {x: p for x, p in points.items() if x not in s.unstable and x not in s.unsettled}
             s.family = max(1, len(trusted))
             if trusted:  # the crossover from the points that can be believed
                 s.crossover = crossover([(x, p.value) for x, p in trusted.items()])
                 if s.intervals:
-                    first, last = crossing_draws(trusted)
-                    s.lo, s.hi = crossing_bounds(first, last, s.family)
-                    _, s.first_hi = crossing_bounds(first, first, s.family)
+                    s.lo, s.hi = crossing_bounds(*crossing_draws(trusted), s.family)
+                    _, s.first_hi = crossing_bounds(*first_crossings(trusted), s.family)
             out.append(s)
     return out
 
@@ -349,28 +402,6 @@ def slo_rates(rows: Sequence[PointResult]) -> dict[str, float]:
             lo, hi = crossover_interval(points, level)
             out |= {key + suffix: bound for suffix, bound in (("_lo", lo), ("_hi", hi)) if math.isfinite(bound)}
     return out
-
-
-def _differing(ident: tuple, others: list[tuple]) -> list[tuple[str, str]]:
-    keys = {k for other in others for k, v in other if (k, v) not in ident} | {
-        k for k, v in ident if any((k, v) not in other for other in others)
-    }
-    return [(k, v) for k, v in ident if k in keys]
-
-
-def _named(settings: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Of a config group whose ``name`` is among ``settings``, the name alone: ``humaneval``, not also
-    its API, lengths and multi-line prompt format."""
-    groups = {k.removesuffix(".name") for k, _ in settings if k.endswith(".name")}
-    return [(k, v) for k, v in settings if k.endswith(".name") or k.rpartition(".")[0] not in groups]
-
-
-def _distinguishing(ident: tuple, others: list[tuple]) -> list[tuple[str, str]]:
-    """The settings that tell ``ident`` from the drafter's other series, groups by their names where
-    the names alone still tell every series apart."""
-    short = {other: _named(_differing(other, others)) for other in others}
-    unique = len({tuple(v) for v in short.values()}) == len(others)
-    return short[ident] if unique else _differing(ident, others)
 
 
 @dataclass

@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specexp.console import load_cell, load_header
-from specexp.metrics import stats
 from specexp.metrics.registry import COMPARE_KEYS, header
-from specexp.metrics.stats import Estimate, from_interval
-from specexp.report.analysis import AXIS_PARAMS
+from specexp.metrics.stats import Estimate
+from specexp.report.analysis import AXIS_PARAMS, arms_ratio
 from specexp.report.fetch import Sweep
 from specexp.report.markdown import escape, fmt, table
 from specexp.report.series import labels, series_key, settings
@@ -52,19 +51,14 @@ def compare(a: Sequence[PointResult], b: Sequence[PointResult]) -> Comparison:
     return Comparison(changed, pairs, only_a, only_b)
 
 
-def measured(row: PointResult, metric: str) -> Estimate | None:
-    """A point's metric with its interval over its windows, as it was recorded."""
-    value = row.metrics.get(metric) if row.ok else None
-    if value is None:
-        return None
-    return from_interval(value, row.metrics.get(f"{metric}_ci95"), int(row.metrics.get("windows", 1)))
-
-
 def ratio(a: PointResult, b: PointResult, metric: str) -> Estimate | None:
-    """B/A of one metric with its 95% interval (the two sweeps' windows are independent:
-    specexp.metrics.stats.ratio); None unless both points are ok and measured it."""
-    num, den = measured(b, metric), measured(a, metric)
-    return stats.ratio(num, den) if num is not None and den is not None and den.value else None
+    """B/A of one metric with its 95% interval, unpaired (the two sweeps' windows are independent): the
+    one estimand of every ratio (analysis.arms_ratio: each point's windows pooled, tokens over seconds);
+    None unless both points are ok and measured it."""
+    if not (a.ok and b.ok):
+        return None
+    found = arms_ratio(b, a, metric)
+    return found[1] if found is not None else None
 
 
 def _ratio_cell(e: Estimate | None) -> str:
@@ -102,8 +96,9 @@ def compare_report(a: Sweep, b: Sweep) -> str:
     ]
     if body:
         parts.append(
-            "[lo, hi]: 95% intervals of B/A, unpaired (the sweeps' windows are independent): Student-t on the "
-            "log scale, each point's relative errors added in quadrature, Welch-Satterthwaite degrees of freedom"
+            "[lo, hi]: 95% intervals of B/A, unpaired (the sweeps' windows are independent): each point's windows "
+            "pooled (tokens over seconds; percentiles: their recorded values), Student-t on the log scale, the "
+            "points' relative errors added in quadrature, Welch-Satterthwaite degrees of freedom"
         )
     if comp.only_a or comp.only_b:
         parts.append(f"points without a counterpart: {len(comp.only_a)} in A, {len(comp.only_b)} in B")

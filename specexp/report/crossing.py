@@ -13,17 +13,26 @@ import numpy as np
 from specexp.metrics.stats import DRAWS, Estimate, tail_count
 
 
-def _between(xs: Sequence[float], curves: np.ndarray, rows: np.ndarray, j: np.ndarray, level: float) -> np.ndarray:
-    """Where y crosses ``level`` between x[j - 1] (at or above it) and x[j] (below), linearly in log2(x)."""
+def _between(
+    xs: Sequence[float], curves: np.ndarray, rows: np.ndarray, j: np.ndarray, level: float, log: bool = False
+) -> np.ndarray:
+    """Where y crosses ``level`` between x[j - 1] (at or above it) and x[j] (below), linearly in log2(x);
+    with ``log``, log(y) linearly in log2(x) (a curve falling by a constant factor per doubling), where y
+    and the level are positive."""
     s0, s1 = curves[rows, j - 1], curves[rows, j]
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = (s0 - level) / (s0 - s1)
+        if log and level > 0:
+            logs = (np.log(s0) - math.log(level)) / (np.log(s0) - np.log(s1))
+            frac = np.where((s0 > 0) & (s1 > 0), logs, frac)
     frac = np.where(np.isnan(frac), 1.0, np.clip(frac, 0.0, 1.0))  # nan: y drawn infinite at x[j - 1]
     log_x = np.log2(np.asarray(xs, dtype=float))
     return 2 ** (log_x[j - 1] + frac * (log_x[j] - log_x[j - 1]))
 
 
-def crossings(xs: Sequence[float], curves: np.ndarray, level: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def crossings(
+    xs: Sequence[float], curves: np.ndarray, level: float = 1.0, log: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Per row of ``curves`` (y at the sorted ``xs``): where y first falls below ``level`` and where it
     last does (after the last x at or above it), each interpolated linearly in log2(x) between the x
     at or above and the next; +inf when y never falls below (the crossing lies beyond the largest
@@ -33,12 +42,12 @@ def crossings(xs: Sequence[float], curves: np.ndarray, level: float = 1.0) -> tu
     first, last = np.full(len(curves), np.inf), np.full(len(curves), np.inf)
     first[below[:, 0]] = -np.inf
     rows = np.flatnonzero(below.any(axis=1) & ~below[:, 0])
-    first[rows] = _between(xs, curves, rows, np.argmax(below[rows], axis=1), level)
+    first[rows] = _between(xs, curves, rows, np.argmax(below[rows], axis=1), level, log)
     above = ~below
     last_above = curves.shape[1] - 1 - np.argmax(above[:, ::-1], axis=1)
     last[~above.any(axis=1)] = -np.inf
     rows = np.flatnonzero(above.any(axis=1) & below[:, -1])
-    last[rows] = _between(xs, curves, rows, last_above[rows] + 1, level)
+    last[rows] = _between(xs, curves, rows, last_above[rows] + 1, level, log)
     return first, last
 
 
@@ -68,15 +77,32 @@ def crossover_interval(
     return crossing_bounds(*crossing_draws(points, level, draws), family)
 
 
-def crossing_draws(
-    points: dict[float, Estimate], level: float = 1.0, draws: int = DRAWS
-) -> tuple[np.ndarray, np.ndarray]:
-    """The first and last crossing of each of ``draws`` curves drawn from the points' sampling
-    distributions (Estimate.draws, seeded): what crossover_interval reads, for a search to read too."""
+def _drawn(points: dict[float, Estimate], level: float, draws: int) -> tuple[np.ndarray, ...]:
+    """The first and last crossings of ``draws`` curves drawn from the points' sampling distributions
+    (Estimate.draws, seeded), each interpolated both ways between two points (``_between``: y, and
+    log(y), linear in log2(x)), since the curve's shape between measured points is not known."""
     rng = np.random.default_rng(0)
     xs = sorted(points)
     curves = np.column_stack([points[x].draws(rng, draws) for x in xs])
-    return crossings(xs, curves, level)
+    return (*crossings(xs, curves, level), *crossings(xs, curves, level, log=True))
+
+
+def crossing_draws(
+    points: dict[float, Estimate], level: float = 1.0, draws: int = DRAWS
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per drawn curve, the earlier first crossing and the later last crossing of the two interpolations
+    (``_drawn``): what crossover_interval reads, for a search to read too."""
+    first, last, first_log, last_log = _drawn(points, level, draws)
+    return np.minimum(first, first_log), np.maximum(last, last_log)
+
+
+def first_crossings(
+    points: dict[float, Estimate], level: float = 1.0, draws: int = DRAWS
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per drawn curve, the earlier and the later of the two interpolations' first crossings: the first
+    crossing's interval is crossing_bounds of the two."""
+    first, _, first_log, _ = _drawn(points, level, draws)
+    return np.minimum(first, first_log), np.maximum(first, first_log)
 
 
 def crossing_bounds(first: np.ndarray, last: np.ndarray, family: int = 1) -> tuple[float, float]:

@@ -69,7 +69,7 @@ def _hover(line: Line) -> dict[str, object]:
     return {"customdata": bounds, "hovertemplate": "%{x:g}: %{y:.4g}, 95% [%{customdata[0]:.4g}, %{customdata[1]:.4g}]"}
 
 
-def _plotly(spec: Figure) -> go.Figure:
+def plotly_figure(spec: Figure) -> go.Figure:
     fig = go.Figure()
     colours = _colours(spec.lines)
     for line in spec.lines:
@@ -110,8 +110,23 @@ def _plotly(spec: Figure) -> go.Figure:
     return fig
 
 
+def figure_divs(specs: Sequence[Figure]) -> list[str]:
+    """Each figure as an HTML fragment that takes its container's width (a laptop screen never scrolls
+    sideways), plotly's JavaScript inlined in the first one only: the page opens offline."""
+    return [
+        plotly_figure(s).to_html(
+            full_html=False,
+            include_plotlyjs=i == 0,
+            default_width="100%",
+            default_height="440px",
+            config={"responsive": True, "displaylogo": False},
+        )
+        for i, s in enumerate(specs)
+    ]
+
+
 def _html(specs: Sequence[Figure], path: Path) -> None:
-    parts = [_plotly(s).to_html(full_html=False, include_plotlyjs=i == 0) for i, s in enumerate(specs)]
+    parts = figure_divs(specs)
     body = "\n".join(f'<section id="{s.name}">{p}</section>' for s, p in zip(specs, parts, strict=True))
     path.write_text(
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>specexp plots</title></head>\n<body>\n{body}\n'

@@ -17,8 +17,9 @@ import math
 from collections.abc import Sequence
 
 from specexp.metrics.methods import LEVEL_TEXT, ratio_method
+from specexp.metrics.sequential import POWER, detectable_from, looks
 from specexp.metrics.stats import LEVEL, TAIL, Estimate, side
-from specexp.report.analysis import Analysis, Series, metric_estimate, slo_target
+from specexp.report.analysis import Analysis, Series, look_alpha, metric_estimate, slo_target
 from specexp.result import PointResult
 
 PAYS, LOSES, SAME = "pays", "loses", "same"
@@ -67,9 +68,19 @@ def verdict_class(speedup: Estimate, family: int = 1) -> str:
     return {1: PAYS, -1: LOSES, 0: SAME}[side(speedup, family=family)]
 
 
-def times(speedup: Estimate) -> str:
-    """``×1.13 [1.09, 1.17]``, or ``×1.13`` without an interval."""
-    return f"×{speedup.value:.2f}" + (f" [{speedup.lo:.2f}, {speedup.hi:.2f}]" if speedup.known else "")
+def _times(speedup: Estimate, unpaired: bool = False) -> str:
+    """``×1.13 [1.09, 1.17]``, or ``×1.13`` without an interval; ``×1.13 [1.02, 1.25] unpaired`` for a
+    point whose windows did not take turns in a series where others did."""
+    if not speedup.known:
+        return f"×{speedup.value:.2f}"
+    return f"×{speedup.value:.2f} [{speedup.lo:.2f}, {speedup.hi:.2f}]" + (" unpaired" if unpaired else "")
+
+
+def _speedup_at(s: Series, x: float, est: Estimate) -> str:
+    """The speedup at ``x`` (``_times``), marked unpaired where its series mixes paired and unpaired points
+    (a series all one way says so once, in the methods line)."""
+    mixed = len(set(s.paired.values())) > 1
+    return _times(est, mixed and not s.paired.get(x, False))
 
 
 LOADED = 1.0  # a 1-minute load average per core from which the host was busier than its cores
@@ -80,7 +91,11 @@ def inconclusive(s: Series, xs: Sequence[float]) -> str:
     settings that narrow their intervals."""
     widest = max(xs, key=lambda x: s.points[x].hi / max(s.points[x].lo, 1e-12))
     est = s.points[widest]
-    causes = [f"the widest interval is at {_at(s, [widest])} ({times(est)})"]
+    causes = [f"the widest interval is at {_at(s, [widest])} ({_times(est)})"]
+    if (least := detectable_from(est)) is not None:
+        causes.append(
+            f"at the spread its windows show they detect only a difference of {least:.0%} ({POWER:.0%} power)"
+        )
     if not s.paired.get(widest, False):
         causes.append("its arms' windows did not take turns, so the machine's drift is not paired away (arms=auto)")
     loaded = {x: v for x, v in s.host_load.items() if x in xs and v >= LOADED}
@@ -145,16 +160,17 @@ def describe(s: Series) -> str:
         if cls == SAME:
             parts.append(f"no measurable difference at {_at(s, [x for x, _ in run])}")
         elif cls == PAYS and i == 0 and len(runs) > 1:
-            parts.append(f"pays up to {_at(s, [last])} ({times(last_est)})")
+            parts.append(f"pays up to {_at(s, [last])} ({_speedup_at(s, last, last_est)})")
         elif cls == LOSES and i == len(runs) - 1 and len(runs) > 1:
-            parts.append(f"loses from {_at(s, [first])} ({times(first_est)})")
+            parts.append(f"loses from {_at(s, [first])} ({_speedup_at(s, first, first_est)})")
         elif len(run) == 1:
-            parts.append(f"{cls} at {_at(s, [first])} ({times(first_est)})")
+            parts.append(f"{cls} at {_at(s, [first])} ({_speedup_at(s, first, first_est)})")
         else:
             every = "every measured " if len(runs) == 1 and not doubtful else ""
             gaps = any(first < x < last for x in doubtful)
             span = ", ".join(f"{x:g}" for x, _ in run) if gaps else f"{first:g}-{last:g}"
-            parts.append(f"{cls} at {every}{s.axis.at.format(x=span)} ({times(first_est)} to {times(last_est)})")
+            ends = f"{_speedup_at(s, first, first_est)} to {_speedup_at(s, last, last_est)}"
+            parts.append(f"{cls} at {every}{s.axis.at.format(x=span)} ({ends})")
     label = s.label + (" (per-stream decode speed)" if s.axis.ratio == "decode_speedup" else "")
     if not parts:
         line = f"{label}: no point measured well enough to judge"
@@ -169,7 +185,7 @@ def describe(s: Series) -> str:
     for x, share in s.client_cpu.items():
         line += (
             f"; the load client used {share:.0%} of a core at {_at(s, [x])}: it may be the bottleneck there "
-            "(README: Limits of the measurement)"
+            "(docs/guides/confidence.md: Limits of the measurement)"
         )
     for x in s.unsettled:
         line += f"; unsettled at {_at(s, [x])} (a cap stopped it before measure.windows windows): raise measure.max_s"
@@ -202,11 +218,38 @@ def methods(rows: Sequence[PointResult], analysis: Analysis) -> str | None:
             f"{sizes} points (Bonferroni: each class at {1 - (1 - LEVEL) / max(families):.1%} where a series has "
             f"{max(families)}); break-evens: the {TAIL / max(families):.2%} and {1 - TAIL / max(families):.2%} "
             "quantiles of where the speedups, drawn from every point's distribution together, first and last "
-            "fall below 1"
+            "fall below 1 (read between batches both linearly and in log speedup)"
         )
+    if looked := _looks(rows):
+        parts.append(looked)
+    if power := _power(analysis.series):
+        parts.append(power)
     if any(r.ok and r.load == "rate" and "slo_attainment" in r.metrics for r in rows):
         parts.append("SLO attainment: Clopper-Pearson over requests")
     return METHODS_LEAD + "; ".join(parts) if parts else None
+
+
+def _looks(rows: Sequence[PointResult]) -> str | None:
+    """How points measured to a precision target (``measure.rel_ci``) keep 95%; None without one."""
+    for row in rows:
+        if look_alpha(row, row) is not None:
+            at = looks(int(row.params["measure.windows"]), int(row.params["measure.max_windows"]))
+            return (
+                "points measured to measure.rel_ci: every interval at its look's share of the 5% (O'Brien-Fleming "
+                f"spending over looks at {', '.join(map(str, at))} windows), so that stopping early keeps 95%"
+            )
+    return None
+
+
+def _power(all_series: Sequence[Series]) -> str | None:
+    """``power: a speedup difference of 6%-14% detectable (80% power, at each point's spread)``: the
+    smallest difference the design could tell from none, at the spread the points showed."""
+    found = [d for s in all_series for p in s.points.values() if (d := detectable_from(p)) is not None]
+    if not found:
+        return None
+    lo, hi = min(found), max(found)
+    span = f"{lo:.0%}" if f"{lo:.0%}" == f"{hi:.0%}" else f"{lo:.0%}-{hi:.0%}"
+    return f"power: a speedup difference of {span} detectable ({POWER:.0%} power, at each point's spread)"
 
 
 def _slo_text(rows: Sequence[PointResult]) -> str:

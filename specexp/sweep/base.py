@@ -109,7 +109,7 @@ class LaunchingSweeper(Sweeper):
         self.task_function = task_function
         self.config = config
         self.launcher = self._instantiate(config)
-        self._launchers: dict[int | None, Launcher] = {}
+        self._launchers: dict[tuple[tuple[str, object], ...], Launcher] = {}
         self._devices: list[str] | None = None
 
     def _instantiate(self, config: DictConfig) -> Launcher:
@@ -182,26 +182,26 @@ class LaunchingSweeper(Sweeper):
                 run.pending = []
         return results
 
-    def launcher_for(self, gpus: int) -> Launcher:
-        """The launcher for a group's job, from the config as it is now (a resumed sweep's folder), asking
-        a scheduler for the group's GPUs where it takes a request."""
-        wanted = resources.gpu_request(self.config.hydra.launcher, gpus) if self.parallel else None
-        if wanted not in self._launchers:
+    def launcher_for(self, group: Group) -> Launcher:
+        """The launcher for a group's job, from the config as it is now (a resumed sweep's folder), with
+        what a scheduler is asked for the group (its name, GPUs, CPUs and memory) where it takes one."""
+        fields = resources.launcher_fields(self.config.hydra.launcher, group) if self.parallel else {}
+        key = tuple(sorted(fields.items()))
+        if key not in self._launchers:
             config = copy.deepcopy(self.config)
-            if wanted is not None:
-                with open_dict(config):
-                    config.hydra.launcher.gpus_per_node = wanted
-            self._launchers[wanted] = self._instantiate(config)
-        return self._launchers[wanted]
+            with open_dict(config):
+                config.hydra.launcher.update(fields)
+            self._launchers[key] = self._instantiate(config)
+        return self._launchers[key]
 
     def _launch_group(self, group: Group, sweep_dir: Path) -> JobReturn:
         group.save(sweep_dir)
-        return self.launcher_for(group.gpus).launch([group.job_overrides()], initial_job_idx=group.index)[0]
+        return self.launcher_for(group).launch([group.job_overrides()], initial_job_idx=group.index)[0]
 
     def _dispatch(self, run: SweepRun, groups: list[Group]) -> Iterator[tuple[int, Outcome]]:
         """Each group's outcome as it ends: one after another in this process, else side by side."""
-        for gpus in {g.gpus for g in groups}:
-            self.launcher_for(gpus)  # built here, not in the threads
+        for group in groups:
+            self.launcher_for(group)  # built here, not in the threads
         if self.parallel:
             yield from self._side_by_side(groups, run.sweep_dir)
             return

@@ -9,6 +9,7 @@ from specexp.console import invalid_config_exits
 from specexp.report import schedule
 from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.baselines import with_baselines
+from specexp.sweep.groups import refused_before_anything
 from specexp.sweep.names import sweep_name, sweep_params, swept
 from specexp.tracking import TRACKING_FAILED
 
@@ -26,7 +27,7 @@ def expand(sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[st
 
 def run_grid(sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[str]) -> SweepRun:
     """Plan, skip what a resumed sweep finished already, launch as server groups, record; SweepFailed
-    when a point failed (1) or did not reach MLflow (3)."""
+    when a point failed (1), the scheduler refused every job (2) or a point did not reach MLflow (3)."""
     run = sweeper.new_run()
     try:
         with invalid_config_exits():
@@ -41,7 +42,13 @@ def run_grid(sweeper: LaunchingSweeper, params: dict[str, str], arguments: list[
     if "batch" in what and what.keys() & {"drafter.num_steps", "drafter.fixed_depth"}:  # depth x batch: a schedule
         run.summarize = lambda: schedule.add_to(({}, [], []), run.points(), run.sweep_dir)
         run.settings = [k for k in ("drafter.fixed_depth",) if k in what]  # validate_schedule: which arm
+    elif what.keys() & {"drafter.synthetic_acceptance_length", "drafter.synthetic_acceptance_rates"}:
+        from specexp.report import required  # matplotlib: only for a required-acceptance map
+
+        run.summarize = lambda: required.add_to(({}, [], []), run.points(), run.sweep_dir)
     sweeper.record(run, first, lambda run: sweeper.launch(run, jobs))
+    if refused_before_anything(run.points()):  # said as each group was refused: the request is wrong
+        raise SweepFailed(2)
     if any(r.status not in ("ok", "dry_run") for r in run.points()):
         raise SweepFailed(1)
     if run.recorder is not None and run.recorder.untracked:

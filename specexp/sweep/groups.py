@@ -9,8 +9,10 @@ point the job never finished is recorded as interrupted (in the summary; a resum
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,6 +21,7 @@ from typing import Any
 from hydra.core.utils import JobReturn, JobStatus
 
 from specexp import redaction
+from specexp.context import RUN_NODE
 from specexp.result import PointResult
 from specexp.sweep.folder import RESULTS
 from specexp.sweep.plan import Job, by_server
@@ -47,6 +50,8 @@ class Group:
     # CUDA_VISIBLE_DEVICES for its server, dealt by the sweeper when groups share this node; None: the
     # job's own (a scheduler's allocation, or the whole node when groups run one at a time)
     devices: list[str] | None = None
+    gpu_type: str | None = None  # engine.gpu_type: what a scheduler is asked for (specexp.sweep.resources)
+    sweep_id: str = ""  # its sweep's: a scheduler's job name carries it
 
     @staticmethod
     def folder(sweep_dir: Path, index: int) -> Path:
@@ -92,7 +97,25 @@ def restart(sweep_dir: Path, index: int, outcome: object, tries: int) -> bool:
     failed = isinstance(outcome, Exception) or (
         isinstance(outcome, JobReturn) and outcome.status != JobStatus.COMPLETED
     )
-    return failed and tries < START_RETRIES and not started(sweep_dir, index)
+    return failed and tries < START_RETRIES and not started(sweep_dir, index) and refusal(outcome) is None
+
+
+SUBMITTERS = ("sbatch",)  # a scheduler's submission command: its refusal is final (the request is wrong)
+
+
+def refusal(outcome: object) -> str | None:
+    """The scheduler's own words when it refused the group's job at submission (``sbatch: error:
+    ... Invalid generic resource (gres) specification``), so nothing of it ran and a retry or a resume
+    would be refused again; None for any other outcome. submitit raises the submission command's
+    stderr, caused by its CalledProcessError."""
+    cause = getattr(outcome, "__cause__", None)
+    if not isinstance(outcome, Exception) or not isinstance(cause, subprocess.CalledProcessError):
+        return None
+    argv = cause.cmd if isinstance(cause.cmd, list | tuple) else str(cause.cmd).split()
+    if not argv or Path(str(argv[0])).name not in SUBMITTERS:
+        return None
+    said = [line.strip() for line in str(cause.stderr or outcome).splitlines() if line.strip()]
+    return said[-1] if said else f"{Path(str(argv[0])).name} exited with code {cause.returncode}"
 
 
 def next_group(sweep_dir: Path) -> int:
@@ -102,12 +125,18 @@ def next_group(sweep_dir: Path) -> int:
     return max(numbers, default=-1) + 1
 
 
+SWEEP_ID = f"++{RUN_NODE}.sweep_id="  # the planner's override (specexp.sweep.plan.decided)
+
+
 def form_groups(jobs: Sequence[Job], first_point: int, first_group: int) -> list[Group]:
     """Planned jobs as numbered server groups, points numbered on from ``first_point``."""
     groups, num = [], first_point
     for index, members in enumerate(by_server(jobs), start=first_group):
         arms = len({job.group for job in members})
-        group = Group(index, members[0].unit, max(job.cfg.gpus for job in members), servers=arms)
+        gpus, gpu_type = max(job.cfg.gpus for job in members), members[0].cfg.engine.gpu_type
+        ids = (o.removeprefix(SWEEP_ID).strip("'") for o in members[0].overrides if o.startswith(SWEEP_ID))
+        sweep_id = next(ids, "")
+        group = Group(index, members[0].unit, gpus, servers=arms, gpu_type=gpu_type, sweep_id=sweep_id)
         for job in members:
             group.points.append(Point(num, job.overrides, job.turn))
             num += 1
@@ -135,17 +164,44 @@ def so_far(group: Group, sweep_dir: Path, settings: Settings, error: str) -> lis
     ]
 
 
+def drop_empty_logs(sweep_dir: Path, index: int) -> None:
+    """The group job's log files (Hydra's ``<job name>.log``) removed when nothing was written to
+    them: an empty file says nothing, and every sweep would leave one per group."""
+    for path in Group.folder(sweep_dir, index).glob("*.log"):
+        with contextlib.suppress(OSError):
+            if path.stat().st_size == 0:
+                path.unlink()
+
+
 def collect(group: Group, sweep_dir: Path, outcome: JobReturn | BaseException, settings: Settings) -> list[PointResult]:
-    """The group's results in point order. A job that ended early (failed, killed, pre-empted and not
-    requeued) leaves its finished points on disk; every other point is recorded as interrupted, with
-    why and its settings."""
+    """The group's results in point order. A job the scheduler refused fails its points with the
+    scheduler's words (a resume cannot help). A job that ended early (failed, killed, pre-empted and
+    not requeued) leaves its finished points on disk; every other point is recorded as interrupted,
+    with why and its settings."""
     if isinstance(outcome, JobReturn) and outcome.status == JobStatus.COMPLETED:
-        return [PointResult.from_json(r) for r in outcome.return_value]
-    why = outcome._return_value if isinstance(outcome, JobReturn) else outcome
-    cause = f"{type(why).__name__}: {(str(why).splitlines() or [''])[0]}"
-    log.error(
-        "server group %d: its job ended early (%s); unfinished points are recorded as interrupted", group.index, cause
-    )
-    return so_far(
-        group, sweep_dir, settings, f"the job of server group {group.index} ended before this point did ({cause})"
-    )
+        results = [PointResult.from_json(r) for r in outcome.return_value]
+    elif (refused := refusal(outcome)) is not None:
+        log.error("server group %d: the scheduler refused its job: %s; its points failed", group.index, refused)
+        error = f"{REFUSED} server group {group.index}'s job: {refused}"
+        results = [PointResult.from_params("failed", settings(p.overrides), error=error) for p in group.points]
+    else:
+        why = outcome._return_value if isinstance(outcome, JobReturn) else outcome
+        cause = f"{type(why).__name__}: {(str(why).splitlines() or [''])[0]}"
+        log.error(
+            "server group %d: its job ended early (%s); unfinished points are recorded as interrupted",
+            group.index,
+            cause,
+        )
+        error = f"the job of server group {group.index} ended before this point did ({cause})"
+        results = so_far(group, sweep_dir, settings, error)
+    drop_empty_logs(sweep_dir, group.index)
+    return results
+
+
+REFUSED = "the scheduler refused"  # how a refused group's points' errors begin
+
+
+def refused_before_anything(points: Sequence[PointResult]) -> bool:
+    """Every point of a sweep failed because the scheduler refused its group's job: nothing ran, so
+    the request, not a measurement, is wrong (the sweep exits 2, as for any bad input)."""
+    return bool(points) and all(p.status == "failed" and (p.error or "").startswith(REFUSED) for p in points)

@@ -4,7 +4,9 @@ Hydra varies the last override fastest, so ``batch=1,4 drafter=none,tiny`` alter
 would relaunch the server for every job. Every job's config is composed and validated first (so
 bad input fails before any server starts), grouped by its server key in order of first appearance,
 and told the largest concurrency of its group (``max_batch``: the largest batch, or an open loop's
-largest ``load.max_concurrency``) so that one server admits them all. An uncapped open loop adds
+largest ``load.max_concurrency``) so that one server admits them all. What the sweep decides for a
+job (its sweep id, run name, round, ``max_batch``) goes to it as overrides of the ``run`` node, which
+the job reads into its RunContext (specexp.context), never into the user's config. An uncapped open loop adds
 nothing: its server is sized by engine.max_running_requests.
 
 With ``repeats > 1`` the server groups run in rounds, A B A B ..., each round a fresh launch of
@@ -27,6 +29,7 @@ from dataclasses import dataclass, replace
 
 from specexp import checks, redaction
 from specexp.config import Config
+from specexp.context import RUN_NODE, RunContext
 from specexp.point.plan import check_files, describe, preflight, prepare
 from specexp.sweep.names import axes, override, point_names
 
@@ -47,15 +50,22 @@ class Job:
     turn: int | None = None  # arms taking turns: its load's position, shared with the other arms' points
 
 
+def decided(key: str, value: str | int) -> str:
+    """The override that hands a job one of the sweep's decisions (RunContext's ``key``): a number as
+    it is, text quoted (a run's name holds spaces and ``=``)."""
+    path = f"++{RUN_NODE}.{key}"
+    return f"{path}={value}" if isinstance(value, int) else override(path, value)
+
+
 def _named(job: Job, launch: int) -> list[str]:
     """The job's overrides and its run's name (with the launch, when the point is repeated)."""
     name = f"{job.name} launch {launch + 1}" if job.name and job.cfg.repeats > 1 else job.name
-    return [*job.overrides, override("run_name", name)] if name else job.overrides
+    return [*job.overrides, decided("run_name", name)] if name else job.overrides
 
 
 def group_key(cfg: Config, global_max: int | None) -> str:
     """The server key with the capacity fixed, so jobs differing only in load group together."""
-    return describe(replace(cfg, max_batch=_largest(global_max, cfg.concurrency))).key
+    return describe(cfg, RunContext(max_batch=_largest(global_max, cfg.concurrency))).key
 
 
 def _largest(*sizes: int | None) -> int | None:
@@ -105,14 +115,14 @@ def plan(
     groups = {j.group: j for j in reversed(planned)}
     if not dry_run:
         for group, first in groups.items():  # the engine first: a missing one says so before any path
-            preflight(replace(first.cfg, max_batch=group_max[group]))
+            preflight(first.cfg, RunContext.of(first.cfg, {"max_batch": group_max[group]}))
     for cfg in composed:  # every job's files (each dataset read once), a dry run's too
-        check_files(cfg)
+        check_files(cfg, RunContext.of(cfg))
     if not dry_run:
         for first in groups.values():
-            if describe(first.cfg).command is not None:
+            if describe(first.cfg, RunContext()).command is not None:
                 checks.check_port(first.cfg)
-    sized = {g: [] if m is None else [f"max_batch={m}"] for g, m in group_max.items()}
+    sized = {g: [] if m is None else [decided("max_batch", m)] for g, m in group_max.items()}
     if dry_run:
         print(dry_run_plan(planned, group_max), flush=True)
     return take_turns(
@@ -120,7 +130,7 @@ def plan(
             (
                 replace(
                     j,
-                    overrides=[*_named(j, r), f"sweep_id={sweep_id}", *sized[j.group], *([f"repeat={r}"] if r else [])],
+                    overrides=[*_named(j, r), decided("sweep_id", sweep_id), *sized[j.group], *round_of(r)],
                     group=f"{j.group}/launch{r}" if j.cfg.repeats > 1 else j.group,
                 ),
                 r,
@@ -129,6 +139,11 @@ def plan(
         ],
         side_by_side,
     )
+
+
+def round_of(launch: int) -> list[str]:
+    """The override that tells a job its round of a repeated point (none for the first)."""
+    return [decided("repeat", launch)] if launch else []
 
 
 def alternate(arms: Sequence[Sequence[Job]], side_by_side: bool) -> bool:
@@ -209,8 +224,8 @@ def dry_run_plan(planned: Sequence[Job], group_max: dict[str, int | None]) -> st
     lines = [f"dry run: {len(planned)} points on {len(servers)} server(s); nothing is started"]
     warned: set[str] = set()
     for n, jobs in enumerate(servers, 1):
-        first = replace(jobs[0].cfg, max_batch=group_max.get(jobs[0].group))
-        command = describe(first).command
+        first = jobs[0].cfg
+        command = describe(first, RunContext(max_batch=group_max.get(jobs[0].group))).command
         names = ", ".join(j.name or f"batch={j.cfg.batch}" for j in jobs)
         lines.append(f"server {n} ({jobs[0].group}): {len(jobs)} point(s): {names}")
         if command is None:

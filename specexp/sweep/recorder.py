@@ -17,13 +17,15 @@ from pathlib import Path
 
 from mlflow import MlflowClient
 from mlflow.utils.validation import MAX_TAG_VAL_LENGTH
+from rich.text import Text
 
 from specexp import atomic, live, tracking
 from specexp.config import TrackingConfig
-from specexp.console import console, points_table
+from specexp.console import console, link_lines, points_table
 from specexp.metrics.registry import table_keys
 from specexp.point.upload import ERROR_TAG, upload_saved
 from specexp.report.analysis import METHOD_TAG, apply
+from specexp.report.html_report import write_report
 from specexp.report.markdown import points_markdown
 from specexp.report.summary import TRIAL, summary_rows, write_csv
 from specexp.report.verdict import METHODS_LEAD, verdicts
@@ -182,6 +184,12 @@ class SweepRecorder:
         """Summarize the sweep on disk (plots too), then on its parent run, which ends FINISHED,
         FAILED (a point failed) or KILLED (interrupted); a tuner adds its extra results and its
         ``answer`` in words."""
+        from specexp.report import changing_load  # scipy and matplotlib: only when a sweep ends
+
+        phased: list[Path] = []
+        with self._writing():  # a changing load's phases, regret and timeline (specexp.report.changing_load)
+            phased, phase_words = changing_load.write(self.sweep_dir, rows)
+            answer = [*answer, *phase_words]
         speedups, cross, words = self._write(rows, answer)
         from specexp.report.plots import make_plots  # plotly and matplotlib: only when a sweep ends
 
@@ -193,7 +201,7 @@ class SweepRecorder:
         if show:
             console.print(points_table(summary_rows(rows, self.settings), f"sweep {self.sweep_id}", self.settings))
             for line in words:
-                console.print(f"[bold]{line}[/bold]")
+                console.print(Text(line, style="bold"))  # Text: "[lo, hi]" is no markup tag
             if self.kind == "grid" and any(r.speculative for r in rows) and not speedups:
                 console.print("no speculative point has a baseline (drafter=none) in this sweep: no speedups")
         with self._writing():
@@ -203,7 +211,9 @@ class SweepRecorder:
         if self.disk_error is not None:
             console.print(f"[red]the sweep's folder is incomplete[/red]: {self.disk_error}", soft_wrap=True)
         files = [self.sweep_dir / n for n in ("summary.csv", "verdict.txt", "multirun.yaml")]
-        files += [*(extra_files or []), *plots]
+        files += [*(extra_files or []), *plots, *phased]
+        with self._writing():  # the verdict, table and figures in one page that opens offline
+            files.append(write_report(self.sweep_dir, rows, words, self.settings, cross, files))
         self._publish(rows, speedups, cross, words, extra_metrics or {}, files, status)
         on_disk = [r for r in rows if r.job_dir and r.status != "dry_run"]
         self.untracked |= self.tracking.enabled and any(r.run_id is None for r in on_disk)
@@ -213,10 +223,13 @@ class SweepRecorder:
             console.print(f"upload them later with: {hint}", soft_wrap=True)
         elif self.parent_id is not None and show:
             exp_id = tracking.client(self.tracking).get_run(self.parent_id).info.experiment_id
-            console.print(f"in MLflow: {tracking.ui_hint(self.tracking, exp_id, self.parent_id)}")
+            lines = link_lines("in MLflow", tracking.ui_hint(self.tracking, exp_id, self.parent_id))
             if self.view is not None:
-                link = tracking.ui_url(self.tracking, exp_id, view=self.view)
-                console.print(f"its points, their metrics as columns: {link}", soft_wrap=True)
+                lines += link_lines(
+                    "its points, their metrics as columns", tracking.ui_url(self.tracking, exp_id, view=self.view)
+                )
+            for line in lines:
+                console.print(line, soft_wrap=True, markup=False)
 
     def _save_view(self, mlflow: MlflowClient, rows: Sequence[PointResult]) -> str:
         """The points' view of MLflow's runs table: what sets them apart (the swept keys, a study's

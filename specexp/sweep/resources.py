@@ -12,15 +12,21 @@ in parallel cannot share.
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from omegaconf import DictConfig
 
-from specexp.config import ConfigError
+from specexp.config import ConfigError, TrackingConfig
+from specexp.sweep.groups import Group
 from specexp.sweep.plan import Job
+
+log = logging.getLogger("specexp")
 
 # Launchers whose jobs run as processes on this node, side by side: specexp deals the GPUs out.
 SAME_NODE = ("submitit_launcher.LocalLauncher", "joblib_launcher.JoblibLauncher")
@@ -37,11 +43,42 @@ def schedules_gpus(launcher: DictConfig) -> bool:
 
 def gpu_request(launcher: DictConfig, gpus: int) -> int | None:
     """The gpus_per_node a group's job asks a scheduler for: the group's GPUs, at least what
-    hydra.launcher.gpus_per_node asks (whole nodes); None when the launcher's own request stands."""
-    if not schedules_gpus(launcher):
+    hydra.launcher.gpus_per_node asks (whole nodes); None when the launcher's own request stands,
+    hydra.launcher.gres's among them (a second GPU request beside it would contradict it)."""
+    if not schedules_gpus(launcher) or launcher.get("gres"):
         return None
     wanted = max(gpus, launcher.get("gpus_per_node") or 0) or None
     return None if wanted == launcher.get("gpus_per_node") else wanted
+
+
+SCALED = ("cpus_per_task", "mem_gb")  # a one-GPU server's share (or the configured GPUs'), as configured
+
+
+def job_name(sweep_id: str) -> str:
+    """A group job's name on the scheduler: its sweep's, so ``scancel --name`` stops that sweep only."""
+    return f"specexp-{sweep_id}"
+
+
+def launcher_fields(launcher: DictConfig, group: Group) -> dict[str, Any]:
+    """What a group's job sets in hydra.launcher on a scheduler ({} elsewhere): its name (the sweep
+    id's), its GPUs (hydra.launcher.gres as it is when set; else gpu:<engine.gpu_type>:<count>, or
+    gpus_per_node without a type), and CPUs and memory scaled from what the launcher's GPU count asks
+    (one GPU when it asks none) to what the group asks: a tp=8 group asks eight times a tp=1 group."""
+    if not schedules_gpus(launcher):
+        return {}
+    fields: dict[str, Any] = {"name": job_name(group.sweep_id)}
+    if launcher.get("gres"):
+        return fields
+    base = launcher.get("gpus_per_node") or 1
+    wanted = max(group.gpus, launcher.get("gpus_per_node") or 0)
+    if wanted and group.gpu_type:
+        fields |= {"gres": f"gpu:{group.gpu_type}:{wanted}", "gpus_per_node": None}
+    elif wanted != (launcher.get("gpus_per_node") or 0):
+        fields["gpus_per_node"] = wanted
+    for key in SCALED:
+        if launcher.get(key) and wanted > base:
+            fields[key] = math.ceil(launcher[key] * wanted / base)
+    return fields
 
 
 def node_devices() -> list[str]:
@@ -71,6 +108,7 @@ def check_parallel(groups: Sequence[Sequence[Job]], devices: list[str] | None) -
                 "leave engine.port null: every server then gets a free port",
             )
     if devices is None:
+        warn_local_store(j.cfg.tracking for g in groups for j in g)
         return
     for g in groups:
         if max(j.cfg.gpus for j in g) > len(devices):
@@ -79,6 +117,23 @@ def check_parallel(groups: Sequence[Sequence[Job]], devices: list[str] | None) -
                 f"a server of {g[0].cfg.engine.name} with model.tp={g[0].cfg.model.tp} takes {g[0].cfg.gpus} GPU(s); "
                 f"this node has {len(devices)} ({','.join(devices) or 'none'})",
                 "run it where the GPUs are (hydra/launcher=submitit_slurm), or set engine.gpus=0 for an engine on CPU",
+            )
+
+
+_warned: set[str] = set()
+
+
+def warn_local_store(trackings: Iterable[TrackingConfig]) -> None:
+    """A cluster's jobs run on other nodes and each writes its point's MLflow run: a SQLite file on a
+    shared filesystem takes their writes badly (locks, lost updates). Said once per store."""
+    for tracking in trackings:
+        if tracking.enabled and tracking.uri.startswith("sqlite:") and tracking.uri not in _warned:
+            _warned.add(tracking.uri)
+            log.warning(
+                "tracking.uri=%s is a SQLite file, which jobs on other nodes write at once over a shared "
+                "filesystem: runs may be lost to its locks. Fix: an MLflow server's URI "
+                "(tracking.uri=http://<host>:5000) or a database's (postgresql://...)",
+                tracking.uri,
             )
 
 

@@ -26,7 +26,8 @@ from omegaconf import DictConfig
 
 from specexp import redaction, servers
 from specexp.config import Config
-from specexp.configstore import to_config
+from specexp.configstore import to_job
+from specexp.context import RunContext
 from specexp.point.job import run
 from specexp.point.plan import flat_params, show
 from specexp.result import PointResult
@@ -97,36 +98,39 @@ def unmasked(overrides: list[str], own: list[str]) -> list[str]:
     return out
 
 
-def composed(p: Point) -> tuple[Config, DictConfig]:
-    """A point's config, composed from its overrides (in the job's main thread: Hydra's compose API
-    is process-wide state)."""
+Composed = tuple[Config, RunContext, DictConfig]
+
+
+def composed(p: Point) -> Composed:
+    """A point's config and run-time context (what the sweep decided for it), composed from its
+    overrides (in the job's main thread: Hydra's compose API is process-wide state)."""
     hc = HydraConfig.get()
     overrides = unmasked(p.overrides, list(hc.overrides.task))
     raw = compose(hc.job.config_name, overrides=[*hc.overrides.hydra, *overrides])
-    return to_config(raw), raw
+    return (*to_job(raw), raw)
 
 
 def run_point(
-    sweep_dir: Path, p: Point, config: tuple[Config, DictConfig], turn: Callable[[], object] = contextlib.nullcontext
+    sweep_dir: Path, p: Point, config: Composed, turn: Callable[[], object] = contextlib.nullcontext
 ) -> PointResult:
     """Measure one point into ``<sweep>/<num>``, unless that folder already holds its ok result: the
     same whole configuration, sweep id included (another sweep's point in a reused folder is not)."""
-    cfg, raw = config
+    cfg, run_context, raw = config
     if cfg.dry_run:
-        return show(cfg, raw)
+        return show(cfg, run_context, raw)
     folder = sweep_dir / str(p.num)
     kept = saved_result(folder)
     if kept is not None and kept.ok and kept.params == json.loads(json.dumps(flat_params(raw), default=str)):
         return kept
     set_aside(folder)
-    return run(cfg, raw, folder, p.num, turn)
+    return run(cfg, run_context, raw, folder, p.num, turn)
 
 
 def run_turn(sweep_dir: Path, points: list[Point]) -> list[PointResult]:
     """Points at one load of arms taking turns: measured side by side, their windows alternating;
     one point (or a dry run) simply in order."""
     configs = [composed(p) for p in points]
-    if len(points) == 1 or any(cfg.dry_run for cfg, _ in configs):
+    if len(points) == 1 or any(cfg.dry_run for cfg, _, _ in configs):
         return [run_point(sweep_dir, p, c) for p, c in zip(points, configs, strict=True)]
     work = [functools.partial(run_point, sweep_dir, p, c) for p, c in zip(points, configs, strict=True)]
     outcomes = turns.side_by_side(work, on_interrupt=servers.stop)

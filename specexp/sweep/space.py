@@ -79,6 +79,15 @@ def _suggest(trial: optuna.Trial, key: str, dist: BaseDistribution) -> Any:
     return trial.suggest_categorical(key, dist.choices)
 
 
+def _values(dist: BaseDistribution) -> list[Any] | None:
+    """Every value of a discrete distribution; None for a continuous one."""
+    if isinstance(dist, CategoricalDistribution):
+        return list(dist.choices)
+    if isinstance(dist, IntDistribution):
+        return list(range(dist.low, dist.high + 1, dist.step))
+    return None
+
+
 def split_sweeps(arguments: list[str]) -> tuple[list[str], dict[str, str]]:
     """Command-line overrides: the fixed ones, and the sweeps (``key=range(1,9)``) for the space."""
     parser = OverridesParser.create()
@@ -124,17 +133,32 @@ class SearchSpace:
         """The space as GridSampler wants it (every distribution must be discrete)."""
         out = {}
         for key, d in self.distributions.items():
-            if isinstance(d, CategoricalDistribution):
-                out[key] = list(d.choices)
-            elif isinstance(d, IntDistribution):
-                out[key] = list(range(d.low, d.high + 1, d.step))
-            else:
+            values = _values(d)
+            if values is None:
                 raise ConfigError(
                     f"hydra.sweeper.params.{key}",
                     "a grid needs discrete values",
                     "use range() or choice(), or sampler=tpe",
                 )
+            out[key] = values
         return out
+
+    def size(self) -> int | None:
+        """How many configurations the space holds, conditions obeyed (a parameter whose condition
+        fails is not suggested at all); None for a continuous one."""
+        choices = [(key, _values(d)) for key, d in self.distributions.items()]
+        if any(values is None for _, values in choices):
+            return None
+
+        def count(i: int, chosen: dict[str, Any]) -> int:
+            if i == len(choices):
+                return 1
+            key, values = choices[i]
+            if not all(c.holds(chosen) for c in self.conditions.get(key, [])):
+                return count(i + 1, chosen)
+            return sum(count(i + 1, {**chosen, key: v}) for v in values or [])
+
+        return count(0, {})
 
     def without(self, keys: Collection[str]) -> SearchSpace:
         """The space less ``keys`` and every parameter whose condition names a parameter it drops."""

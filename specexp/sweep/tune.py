@@ -8,11 +8,22 @@ objective is the depth schedule a deployment would use. Storage is persistent (s
 any SQLAlchemy URL, or ``journal:///path``), so rerunning the same command resumes the study, and
 several specexp processes on one storage work on one study together (specexp.sweep.claims).
 
-The objective is noisy: each trial keeps its 95% half-width (user attribute ``ci95``), and the best
-trial is the one whose interval's conservative end is best (the lower end when maximizing), with the
-trials it cannot be told apart from named beside it. An objective whose windows agree exactly
-(``ci95`` 0 over two or more windows: greedy decoding of the same prompts) is deterministic: a
-configuration already measured is told its earlier values and never launched again.
+Every trial of a speculative drafter is measured in turns with a ``drafter=none`` baseline of its
+own (the two servers' windows alternating at each batch, specexp.sweep.turns, where they can share
+the machine; else the baseline launched right before the trial): a machine whose load drifts during
+the study would make one baseline measured up front stale, and every later trial would read too
+slow or too fast. The study is then told the objective's ratio to that baseline (``speedup`` for
+output_throughput), paired window by window, so depths measured at different loads are compared
+fairly. A discrete space of at most n_trials configurations is measured whole, each once, before
+any repeats (specexp.sweep.trials.covering).
+
+The objective is noisy: each trial keeps its estimate and 95% interval (user attributes
+``estimates``, ``ci95``), and the best configuration is the one whose interval's conservative end is
+best (the lower end when maximizing), with those it cannot be told apart from named beside it, over
+every trial in the storage, whichever worker measured it (specexp.report.study): each worker's
+summary gives the study's one answer. An objective whose windows agree exactly (``ci95`` 0 over two
+or more windows: greedy decoding of the same prompts) is deterministic: a configuration already
+measured is told its earlier values and never launched again.
 """
 
 from __future__ import annotations
@@ -35,22 +46,38 @@ from specexp.config import Config, ConfigError, TuneConf
 from specexp.console import console, fmt, invalid_config_exits
 from specexp.metrics.registry import digits, lookup
 from specexp.report import schedule
-from specexp.report.study import DEPTH_PLOT, arms, best_arm, best_line, depth_plot, is_number
-from specexp.result import PointResult
+from specexp.report.study import (
+    DEPTH_PLOT,
+    STORAGE,
+    STUDY,
+    Arm,
+    best_arm,
+    best_line,
+    depth_plot,
+    feasible,
+    is_number,
+    loaded,
+    trial_arms,
+)
+from specexp.result import BASELINE, PointResult
 from specexp.sweep import claims
 from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.names import point_names, sweep_params
 from specexp.sweep.space import SearchSpace, distribution, parse_condition, split_sweeps
 from specexp.sweep.trials import (
     as_before,
+    covering,
     enough,
-    feasible,
-    half_width,
+    importances,
     make_sampler,
     measured_before,
+    one_parent,
+    others_done,
     outcome,
+    relative_key,
     storage_for,
     tell,
+    write_trials,
 )
 
 log = logging.getLogger("specexp")
@@ -121,12 +148,24 @@ class Tuner:
         return True
 
     def objective_names(self) -> list[str]:
+        """The study's objectives as told: each against the baseline where it is paired (``speedup``)."""
         if self.batches:
-            return [f"{self.objectives[0]}@b{b}" for b in self.batches]
-        return self.objectives
+            return [f"{self.told[0]}@b{b}" for b in self.batches]
+        return self.told
+
+    def _pair(self, first: Config) -> None:
+        """Whether each trial is measured in turns with a baseline, and what the study is told: the
+        objective's ratio to the baseline where it has one (``told``), else the objective itself."""
+        self.paired = first.baseline != "off" and first.drafter.speculative
+        ratios = [relative_key(o, first.load.kind) if self.paired else None for o in self.objectives]
+        self.told = [r or o for r, o in zip(ratios, self.objectives, strict=True)]
+        self.paired = any(ratios)
 
     def sweep(self, arguments: list[str]) -> Any:
-        # Optuna's notes to library authors (experimental APIs) are nothing a user can act on.
+        # Optuna's notes to library authors (experimental APIs) are nothing a user can act on, nor is
+        # its line for each study it creates (the space's in-memory probe included), unless asked
+        if not log.isEnabledFor(logging.DEBUG):
+            optuna.logging.set_verbosity(optuna.logging.WARNING)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ExperimentalWarning)
             return self._sweep(arguments)
@@ -146,6 +185,7 @@ class Tuner:
             self.conf.study_name = f"{name}-{at}"
         with invalid_config_exits():
             self._check_slo(first)
+        self._pair(first)
         self._drop_refused(base, [k for k in self.params if k not in swept], first)
         space_text = {k: v for k, v in space_text.items() if k in self.space.distributions or k in self.space.fixed}
         if first.dry_run:
@@ -153,20 +193,27 @@ class Tuner:
             return None
         # the base config and the engine itself, once: a missing engine is no infeasible depth
         self.sweeper.checked_plan([base], "check")
+        sampler = covering(self.conf.sampler, self.space, self.conf.n_trials)
+        if sampler != self.conf.sampler:
+            console.print(
+                f"the space holds {self.space.size()} configuration(s), no more than n_trials={self.conf.n_trials}: "
+                f"each is measured once, none twice (sampler {sampler}, not {self.conf.sampler})"
+            )
         study = optuna.create_study(
             storage=storage_for(url),
             study_name=self.conf.study_name,
             directions=self.directions,
-            sampler=make_sampler(self.conf.sampler, self.conf.seed, self.space, bool(self.constraints)),
+            sampler=make_sampler(sampler, self.conf.seed, self.space, bool(self.constraints)),
             load_if_exists=True,
         )
+        self.url = url
         study.set_metric_names(self.objective_names())
         run = self.sweeper.new_run()
         run.summarize = lambda: schedule.add_to(
             self._summarize(study, run.sweep_dir, url, run.points()),
             run.points(),
             run.sweep_dir,
-            self.objectives[0],
+            self.told[0],
             self.directions[0] == "maximize",
         )
         self.measured_batches = self.batches or [first.batch]
@@ -180,16 +227,20 @@ class Tuner:
             "study.name": self.conf.study_name,
             "study.objective": ",".join(self.objective_names()),
             "study.direction": ",".join(self.directions),
-            "study.sampler": self.conf.sampler,
+            "study.sampler": sampler,
             "study.n_trials": str(self.conf.n_trials),
+            "study.baseline": "in turns with each trial" if self.paired else "none",
         }
         deadline = time.monotonic() + self.conf.timeout if self.conf.timeout else None
-
-        self._baseline = (base, first)  # measured before the first trial that is launched
+        self.kept = [o for o in base if not o.lstrip("+").startswith("drafter")]
+        self.kept += [f"{k}={v}" for k, v in self.space.fixed.items() if not k.startswith("drafter")]
 
         def body(run: SweepRun) -> None:
+            if run.recorder is not None and run.recorder.parent_id is not None:
+                one_parent(study, run.recorder.parent_id, first.tracking)
             while not self._done(study, deadline):
                 self._trial(study, base, run)
+            others_done(study)  # so that this worker's answer holds every trial of the study
 
         self.sweeper.record(run, first, body)
         if run.recorder is not None and run.recorder.untracked:
@@ -221,28 +272,14 @@ class Tuner:
                     "hydra.sweeper.params", "nothing left to search on this engine", "search drafter.num_steps"
                 )
 
-    def _baselines(self, run: SweepRun) -> None:
-        """``drafter=none`` at each measured batch, once, on its own server, before the first trial
-        launched: every trial's point then pairs with it and gets a speedup (whether speculating pays
-        at all there); a study whose trials are all refused launches nothing."""
-        base, first = self._baseline
-        if first.baseline == "off" or not first.drafter.speculative:
-            return
-        done = {r.batch for r in run.points() if not r.speculative and r.ok}
-        wanted = [b for b in self.measured_batches if b not in done]
-        if not wanted:
-            return
-        kept = [o for o in base if not o.lstrip("+").startswith("drafter")]
-        kept += [f"{k}={v}" for k, v in self.space.fixed.items() if not k.startswith("drafter")]
-        jobs = [[*kept, "drafter=none", f"batch={b}"] for b in wanted]
-        live.expect(run.next_job + len(jobs) + self.conf.n_trials * len(self.measured_batches))
-        names = [f"baseline: drafter=none batch={b}" for b in wanted]
-        with invalid_config_exits():
-            planned = self.sweeper.plan(jobs, run.sweep_id, names)
-        for r in self.sweeper.launch(run, planned):
-            shown = fmt(r.metrics.get(self.objectives[0]), 1, r.metrics.get(f"{self.objectives[0]}_ci95"))
-            state = shown if r.ok else f"failed ({r.error})"
-            console.print(f"baseline drafter=none at batch {r.batch}: {self.objectives[0]} {state}")
+    def _partners(self, number: int) -> tuple[list[list[str]], list[str]]:
+        """The baseline jobs measured in turns with trial ``number`` (none unless paired), and their
+        names: ``drafter=none`` at each measured batch, the trial's other settings."""
+        if not self.paired:
+            return [], []
+        jobs = [[*self.kept, f"drafter={BASELINE}", f"batch={b}"] for b in self.measured_batches]
+        names = [f"trial {number}: baseline drafter={BASELINE} batch={b}" for b in self.measured_batches]
+        return jobs, names
 
     def _check_slo(self, cfg: Config) -> None:
         """Goodput and attainment exist only under an SLO: without one the objective would be missing
@@ -287,18 +324,20 @@ class Tuner:
         overrides = [*base, *self.space.overrides(values)]
         jobs = [[*overrides, f"batch={b}"] for b in self.batches] if self.batches else [overrides]
         names = [f"trial {trial.number}: {n}" for n in point_names(jobs, [*values, "batch"])]
+        partners, partner_names = self._partners(trial.number)
         try:
-            jobs = self.sweeper.plan(jobs, run.sweep_id, names)
+            planned = self.sweeper.plan([*partners, *jobs], run.sweep_id, [*partner_names, *names])
         except ConfigError as exc:  # the engine would refuse it: never launched
             trial.set_user_attr("infeasible", str(exc))
             self._tell(study, trial, state=TrialState.PRUNED)
             console.print(f"trial {trial.number} {values}: infeasible, not launched ({exc})")
             return
-        self._baselines(run)
+        live.expect(run.next_job + len(planned) * max(1, self.conf.n_trials - trial.number))
         with claim:
-            results = self.sweeper.launch(run, jobs)
-        keys = [self.objectives[0]] * len(results) if self.batches else self.objectives
-        told = outcome(results, keys, self.constraints)
+            launched = self.sweeper.launch(run, planned)
+        results, bases = self._split(launched)
+        keys = [self.told[0]] * len(results) if self.batches else self.told
+        told = outcome(results, keys, self.constraints, bases if self.paired else None)
         for key, value in told.attrs.items():
             trial.set_user_attr(key, value)
         if told.values is None:
@@ -306,30 +345,50 @@ class Tuner:
             console.print(f"trial {trial.number} {values}: failed")
         else:
             self._tell(study, trial, values=told.values)
+            found = [loaded(data) for data in told.attrs["estimates"]]
             shown = ", ".join(
-                f"{name} {fmt(score, digits(key), half or None)}"
-                for name, score, half, key in zip(
-                    self.objective_names(), told.values, told.attrs["ci95"], keys, strict=True
-                )
+                f"{name} {fmt(e.value, digits(key), bounds=(e.lo, e.hi) if e.known and e.se else None)} ({how})"
+                for name, (e, how), key in zip(self.objective_names(), found, keys, strict=True)
             )
             console.print(f"trial {trial.number} {values}: {shown}")
-        self._tag_runs(results, trial.number, self.conf.study_name, feasible(trial))
+        self._tag_runs(results, bases, trial.number, feasible(trial))
+
+    def _split(self, launched: list[PointResult]) -> tuple[list[PointResult], list[PointResult | None]]:
+        """A trial's points (one per measured batch, in order) and each one's baseline (or None)."""
+        if not self.paired:
+            return launched, [None] * len(launched)
+        spec = {r.batch: r for r in launched if r.speculative}
+        base = {r.batch: r for r in launched if not r.speculative}
+        for r in base.values():
+            state = fmt(r.metrics.get(self.objectives[0]), 1, r.metrics.get(f"{self.objectives[0]}_ci95"))
+            console.print(
+                f"baseline drafter={BASELINE} at batch {r.batch}: {self.objectives[0]} "
+                f"{state if r.ok else f'failed ({r.error})'}"
+            )
+        return [spec[b] for b in self.measured_batches], [base.get(b) for b in self.measured_batches]
 
     def _tell(self, study: optuna.Study, trial: optuna.Trial, **result: Any) -> None:
         if not tell(study, trial, **result):
             self.exhausted = True
 
-    def _tag_runs(self, results: list[PointResult], number: int, study_name: str, ok: bool) -> None:
-        tags = {"optuna.trial": str(number), "optuna.study": study_name, "optuna.feasible": str(ok).lower()}
-        for r in results:  # the summary reads them from the points, as the report does from MLflow
-            r.tags |= tags
+    def _tag_runs(self, results: list[PointResult], bases: list[PointResult | None], number: int, ok: bool) -> None:
+        """The trial's points tagged with it (the summary reads them from the points, as the report does
+        from MLflow), its baselines with the trial they were paired with; both with the study, and its
+        storage where that names no password (so that a report finds every trial of the study)."""
+        study = {STUDY: self.conf.study_name} | ({STORAGE: self.url} if "@" not in self.url else {})
+        tagged = [(r, {"optuna.trial": str(number), "optuna.feasible": str(ok).lower()}) for r in results]
+        tagged += [(b, {"optuna.baseline_of": str(number)}) for b in bases if b is not None]
+        for r, tags in tagged:
+            r.tags |= tags | study
         if not self.config.tracking.enabled:
             return
         try:
             mlflow = tracking.client(self.config.tracking)
-            for r in results:
+            for r, _ in tagged:
                 if r.run_id:
-                    tracking.log_values(mlflow, r.run_id, tags=tags)
+                    tracking.log_values(
+                        mlflow, r.run_id, tags={k: v for k, v in r.tags.items() if k.startswith("optuna.")}
+                    )
         except Exception:
             log.exception("could not tag the trial's MLflow runs")
 
@@ -338,76 +397,54 @@ class Tuner:
     ) -> tuple[dict[str, float], list[Path], list[str]]:
         """trials.csv, best.csv (the best configuration per objective, its repeated measurements
         pooled: the schedule), parent metrics, and the best settings per batch in words, naming the
-        configurations it cannot be told apart from (specexp.report.study, as the report says it)."""
+        configurations it cannot be told apart from: over every trial in the storage, whichever worker
+        measured it (specexp.report.study, as the report says it)."""
         trials = study.get_trials(deepcopy=False)
         names = self.objective_names()
-        with (sweep_dir / "trials.csv").open("w", newline="") as f:
-            w = csv.writer(f)
-            objectives = (c for n in names for c in (n, f"{n}_ci95"))
-            w.writerow(["trial", "state", "feasible", "worker", *objectives, *self.space.distributions])
-            for t in trials:
-                values = [c for i, v in enumerate(t.values or []) for c in (v, half_width(t, i))]
-                w.writerow(
-                    [
-                        t.number,
-                        t.state.name,
-                        feasible(t),
-                        t.user_attrs.get(claims.WORKER, ""),
-                        *(values or [""] * 2 * len(names)),
-                        *(t.params.get(k, "") for k in self.space.distributions),
-                    ]
-                )
+        settings = list(self.space.distributions)
+        write_trials(trials, names, list(self.space.distributions), sweep_dir / "trials.csv")
         done = [t for t in trials if t.state == TrialState.COMPLETE and feasible(t)]
         out: dict[str, float] = {"trials_complete": len(done), "trials_total": len(trials)}
         answer: list[str] = []
-        settings = list(self.space.distributions)
+        found: dict[int, list[Arm]] = {}  # the first objective's arms per batch: the plot's
         with (sweep_dir / "best.csv").open("w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["objective", "direction", "value", "ci95", "trial", "trials", "indistinguishable", *settings])
+            head = ["objective", "direction", "value", "lo", "hi", "ci95", "method", "trial", "trials"]
+            w.writerow([*head, "indistinguishable", *settings])
             for i, (name, direction) in enumerate(zip(names, self.directions, strict=True)):
-                objective = self.objectives[0] if self.batches else self.objectives[i]
-                measured = [r for r in rows if not self.batches or r.batch == self.batches[i]]
-                for batch, candidates in arms(measured, settings, objective).items():
+                key, batch = (self.told[0] if self.batches else self.told[i]), self.batch_of(i)
+                candidates = trial_arms(trials, settings, i, batch)
+                if key == self.told[0]:
+                    found.setdefault(batch, candidates)
+                if candidates:
                     best, ties = best_arm(candidates, direction == "maximize")  # chosen on its interval
                     e, tuned = best.estimate, dict(best.settings)
                     tied = " ".join(t for a in ties for t in a.trials)
-                    trials_of = " ".join(best.trials)
-                    w.writerow([name, direction, e.value, e.half, best.trials[0], trials_of, tied, *tuned.values()])
+                    row = [name, direction, e.value, e.lo, e.hi, e.half, best.method, best.trials[0]]
+                    w.writerow([*row, " ".join(best.trials), tied, *tuned.values()])
                     out[f"best.{name}"], out[f"best.{name}_ci95"] = e.value, e.half
                     out[f"best_trial.{name}"] = float(best.trials[0])
                     out |= {f"best.{name}.{k}": float(v) for k, v in tuned.items() if is_number(v)}
-                    out |= self._importances(study, i, name, direction)
-                    answer.append(best_line(f"at batch {batch}", best, ties, objective))
+                    out |= importances(study, i, name, direction)
+                    answer.append(best_line(f"at batch {batch}", best, ties, key, digits(key)))
         console.print(
-            f"study {self.conf.study_name!r} in {url}: {len(done)} feasible complete trial(s); "
+            f"study {self.conf.study_name!r} in {url}: {len(done)} feasible complete trial(s), every worker's; "
             f"best per objective in {sweep_dir / 'best.csv'}"
         )
         files = [sweep_dir / "trials.csv", sweep_dir / "best.csv"]
         if settings:  # the first tuned key (the depth) on the x axis
-            files += [
-                p
-                for p in [
-                    depth_plot(
-                        rows,
-                        settings[0],
-                        self.objectives[0],
-                        sweep_dir / "plots" / DEPTH_PLOT,
-                        settings[1:],
-                        self.directions[0] == "maximize",
-                    )
-                ]
-                if p
-            ]
+            plot = depth_plot(
+                rows,
+                settings[0],
+                self.told[0],
+                sweep_dir / "plots" / DEPTH_PLOT,
+                settings[1:],
+                self.directions[0] == "maximize",
+                found={b: arms for b, arms in found.items() if arms},
+            )
+            files += [plot] if plot else []
         return out, files, answer
 
-    def _importances(self, study: optuna.Study, index: int, name: str, direction: str) -> dict[str, float]:
-        """How much each parameter matters to reaching the best values (PED-ANOVA, which ranks low
-        targets as best: a maximised objective is negated)."""
-        sign = -1.0 if direction == "maximize" else 1.0
-        try:
-            with warnings.catch_warnings():  # its reminder that low targets count as best: handled here
-                warnings.simplefilter("ignore", UserWarning)
-                imp = optuna.importance.get_param_importances(study, target=lambda t: sign * t.values[index])
-        except (RuntimeError, ValueError, ZeroDivisionError):
-            return {}  # too few trials, or a parameter never varied
-        return {f"importance.{name}.{k}": v for k, v in imp.items()}
+    def batch_of(self, index: int) -> int:
+        """The batch the study's ``index``-th objective was measured at."""
+        return self.batches[index] if self.batches else self.measured_batches[0]

@@ -20,10 +20,9 @@ def test_a_sweep_on_a_terminal_shows_points_windows_servers_and_the_verdict(spec
         ok = rf"point {n}/4 {name} · ok in \d+ s · [\d,.]+ \[[\d,.-]+, [\d,.]+\] tok/s · .*"
         assert any(re.fullmatch(ok, x) for x in lines)
     assert any(re.match(r"server ready in [\d.]+ s: torch serving tiny, drafter=tiny", x) for x in lines)
-    # while a window runs: the point, its window of the windows asked for, its requests, an ETA
-    assert any(
-        re.search(r"point \d/4 drafter=\w+ batch=\d · window [123]/3 .* \d/8 requests · .* ETA \d+ s", x) for x in lines
-    )
+    # while a window runs: the point, its window of the windows asked for, its requests (and an ETA once
+    # one is done: tests/unit/test_live_turns.py; a starved terminal may redraw no window after that)
+    assert any(re.search(r"point \d/4 drafter=\w+ batch=\d · window [123]/3 .* \d/8 requests · ", x) for x in lines)
     assert any(x.startswith("verdict so far: tiny") for x in lines)  # after batch 1, before the sweep ends
     firmed = [x for x in lines if x.startswith("verdict so far:")]
     assert len(firmed) >= 1 and "batch 1" in firmed[0]

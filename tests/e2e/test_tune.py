@@ -1,8 +1,10 @@
 """The Optuna sweeper on the live reference engine: one study (the depth preset at two listed
 batches, resumed by a second process on its journal), run once for the module and read by several
-tests; infeasible trials never launched, a failed trial recorded, the presets' spaces. The search
-rules themselves (the grid's best depth found by TPE, deterministic repeats, pruning, resuming) are
-tried on a synthetic objective in tests/unit/test_tune_search.py."""
+tests; each trial measured in turns with a baseline of its own; infeasible trials never launched, a
+failed trial recorded, the presets' spaces. The search rules themselves (the grid's best depth found
+by TPE, deterministic repeats, pruning, resuming, a small space covered before anything repeats,
+pairing under a drifting load) are tried on synthetic objectives in tests/unit/test_tune_search.py
+and tests/unit/test_tune_pairing.py."""
 
 import csv
 import re
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from specexp.report.__main__ import main as report_main
 from tests import conftest
 
 STUDY = "tune_depth-torch-tiny-tiny-b1_2"  # the preset's name, ending with the listed batches
@@ -20,8 +23,8 @@ STUDY = "tune_depth-torch-tiny-tiny-b1_2"  # the preset's name, ending with the 
 
 @dataclass
 class Study:
-    first: conftest.Run  # n_trials=2
-    again: conftest.Run  # the same command with n_trials=3: the study resumed from its journal
+    first: conftest.Run  # n_trials=1
+    again: conftest.Run  # the same command with n_trials=2: the study resumed from its journal
     journal: Path
 
     @property
@@ -39,15 +42,15 @@ class Study:
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory, shared_outputs, mlflow_template) -> Study:
-    """``+sweep=tune_depth batch=1,2`` in two invocations on one journal: two trials, then a third.
+    """``+sweep=tune_depth batch=1,2`` in two invocations on one journal: a trial, then a second.
     The tests' own ``specexp`` runner (tests/conftest.py), in a folder that lives for the module."""
     folder = tmp_path_factory.mktemp("study")
     specexp = conftest.specexp_runner(folder, shared_outputs, mlflow_template)
     journal = folder / "study.log"
     common = ["drafter=tiny", "+sweep=tune_depth", "batch=1,2", f"hydra.sweeper.storage=journal://{journal}"]
-    first = specexp(*common, "hydra.sweeper.n_trials=2", "-m", timeout=900)
+    first = specexp(*common, "hydra.sweeper.n_trials=1", "-m", timeout=900)
     assert first.proc.returncode == 0, first.proc.stderr[-3000:]
-    again = specexp(*common, "hydra.sweeper.n_trials=3", "-m", timeout=900)
+    again = specexp(*common, "hydra.sweeper.n_trials=2", "-m", timeout=900)
     assert again.proc.returncode == 0, again.proc.stderr[-3000:]
     return Study(first, again, journal)
 
@@ -69,18 +72,25 @@ def test_the_study_resumes_and_another_process_loads_it(study: Study) -> None:
         "print(sum(t.state.name in ('COMPLETE', 'FAIL') for t in s.trials))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert int(out.stdout) == 3  # n_trials is the study's total: the rerun added one measured trial
+    assert int(out.stdout) == 2  # n_trials is the study's total: the rerun added one measured trial
     assert STUDY in study.first.proc.stderr and STUDY in study.again.proc.stderr  # named by its batches
-    # one MLflow run per measured trial and batch over both invocations (the store is shared);
-    # the drafter=none baseline at each batch was measured once, by the first
+    # one MLflow run per measured trial and batch over both invocations (the store is shared), and
+    # beside each a drafter=none baseline at both batches, measured in turns with that trial only
     children = study.children()
     trials = [c for c in children if "optuna.trial" in c.data.tags]
-    assert sorted(c.data.params["batch"] for c in trials) == ["1", "1", "1", "2", "2", "2"]  # each trial at both
+    assert sorted(c.data.params["batch"] for c in trials) == ["1", "1", "2", "2"]  # each trial at both
     baselines = [c for c in children if c.data.params["drafter.name"] == "none"]
-    assert sorted(b.data.params["batch"] for b in baselines) == ["1", "2"]
-    assert len({b.data.tags["specexp.server_key"] for b in baselines}) == 1  # one server, both batches
-    # one launch per trial, measuring every batch on it
-    assert sum(c.data.tags["specexp.server_reused"] == "false" for c in trials) == 3
+    paired = sorted((b.data.tags["optuna.baseline_of"], b.data.params["batch"]) for b in baselines)
+    assert paired == [(t, b) for t in ("0", "1") for b in ("1", "2")]
+    # one launch per trial, measuring every batch on it (its baseline's server up beside it)
+    assert sum(c.data.tags["specexp.server_reused"] == "false" for c in trials) == 2
+    assert sum(c.data.tags["specexp.server_reused"] == "false" for c in baselines) == 2
+    # each trial's windows took turns with its baseline's: the study was told paired speedups
+    rows = list(csv.DictReader((study.folder / "trials.csv").open()))
+    for r in rows:
+        assert float(r["speedup@b1_lo"]) <= float(r["speedup@b1"]) <= float(r["speedup@b1_hi"])
+    for err in (study.first.proc.stderr, study.again.proc.stderr):
+        assert "no-name" not in err  # Optuna's line for each study it creates: quiet unless asked
     parents = [r for r in study.again.runs() if r.data.tags.get("specexp.role") == "parent"]
     assert all("Optuna over drafter.num_steps" in p.info.run_name for p in parents)
 
@@ -92,12 +102,14 @@ def test_the_depth_preset_on_a_chain_engine_searches_the_depth_alone(study: Stud
     err = study.first.proc.stderr
     assert "searching drafter.num_steps" in err and "infeasible" not in err + study.again.proc.stderr
     rows = list(csv.DictReader((study.folder / "trials.csv").open()))
-    assert [r["state"] for r in rows] == ["COMPLETE"] * 3 and "drafter.topk" not in rows[0]
+    assert [r["state"] for r in rows] == ["COMPLETE"] * 2 and "drafter.topk" not in rows[0]
     trials = [c for c in study.children() if c.data.params["drafter.name"] == "tiny"]
-    assert len(trials) == 6 and all("speedup" in c.data.metrics for c in trials)
+    assert len(trials) == 4 and all("speedup" in c.data.metrics for c in trials)
     assert all(c.info.run_name.count("batch=") == 1 for c in trials), [c.info.run_name for c in trials]
     best = list(csv.DictReader((study.folder / "best.csv").open()))
-    assert [r["objective"] for r in best] == ["output_throughput@b1", "output_throughput@b2"]
+    assert [r["objective"] for r in best] == ["speedup@b1", "speedup@b2"]  # against each trial's baseline
+    assert all(r["method"].startswith(("paired t over", "t over the 2 trials")) for r in best), best
+    assert float(best[0]["lo"]) <= float(best[0]["value"]) <= float(best[0]["hi"])
     assert "batch" not in best[0]  # the load, not a tuned setting
     parent = study.parent()
     assert parent.data.tags["specexp.kind"] == "study" and parent.info.run_name.endswith("at batch 1,2")
@@ -120,6 +132,9 @@ def test_the_study_says_its_best_at_each_batch_as_the_verdict_does(study: Study)
     assert ("pooled" in best_clause) == repeated
     assert ("no single best" in line) == bool(best_row["indistinguishable"])
     assert line in study.parent().data.tags["mlflow.note.content"]
+    # and a report on the study says it too, from every trial in the storage its points name
+    assert report_main([str(study.folder), "--out", str(study.folder / "report"), "--no-plots"]) == 0
+    assert f"- {line}" in (study.folder / "report" / "report.md").read_text()
     assert (study.folder / "plots" / "study_depth.png").stat().st_size > 10_000
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import aiohttp
 
 from specexp import servers
+from specexp.context import RunContext
 from specexp.engines import adapter
 from specexp.models.tiny import ensure_tiny
 from specexp.point.windows import Window, measure_windows
@@ -43,7 +44,7 @@ def test_warm_up_windows_reach_the_server_and_are_not_measured(make_config, shar
             cfg = make_config(*overrides, f"outputs={shared_outputs}", f"measure.warmup_windows={warmup_windows}")
             windows: list[Window] = []
             before, started = asyncio.run(served(engine, base_url)), time.time()
-            asyncio.run(measure_windows(cfg, engine, srv, f"warmup{warmup_windows}", windows, []))
+            asyncio.run(measure_windows(cfg, RunContext(), engine, srv, f"warmup{warmup_windows}", windows, []))
             total = asyncio.run(served(engine, base_url)) - before
             # workload.warmup (1) requests, then the warm-up windows (4 requests each), then 2 measured windows
             assert total == 1 + 4 * warmup_windows + 4 * 2, (warmup_windows, total)

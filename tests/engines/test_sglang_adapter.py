@@ -25,6 +25,7 @@ from specexp.config import (
     TrackingConfig,
     WorkloadConfig,
 )
+from specexp.context import Launch, RunContext
 from specexp.engines.sglang import SglangEngine, SglangEngineConfig, adapter, argcheck, versions
 from tests.conftest import needs
 
@@ -48,7 +49,6 @@ def make_config(
     decode: int = 1,
     nccl: NcclConfig | None = None,
     batch: int = 1,
-    max_batch: int | None = None,
     python: str | None = None,
     model: ModelConfig | None = None,
     **engine: Any,
@@ -63,7 +63,6 @@ def make_config(
         tracking=TrackingConfig(uri="sqlite:///unused.db"),
         outputs="outputs",
         batch=batch,
-        max_batch=max_batch,
     )
 
 
@@ -110,8 +109,8 @@ def test_presets_compose_onto_their_schemas():
 
 def test_command_carries_capacity_graph_limit_speculation_and_decode_steps(installed):
     installed("0.5.23")
-    cfg = make_config(drafter=preset("drafter", "ttt5", DrafterConfig), decode=4, batch=4, max_batch=16)
-    cmd = ENGINE.command(cfg, PORT)
+    cfg = make_config(drafter=preset("drafter", "ttt5", DrafterConfig), decode=4, batch=4)
+    cmd = ENGINE.command(cfg, PORT, Launch.of(cfg, RunContext(max_batch=16)))  # the sweep's largest batch
     argv = cmd.argv
     assert argv[:3] == [sys.executable, "-m", "sglang.launch_server"]
     assert flag(argv, "--max-running-requests") == "16"
@@ -274,17 +273,18 @@ def test_probe_without_sglang_returns_none():
 # --- SGLang's own parser (light venv) -----------------------------------------------------------
 
 
-def matrix() -> list[Config]:
+def matrix() -> list[tuple[Config, Launch]]:
     """Shipped presets, then drafter x depth x decode x nccl x batch settings."""
     kimi = preset("model", "kimi_k25", ModelConfig)
     pcie = preset("nccl", "pcie", NcclConfig)
-    configs = [
+    shipped = [
         make_config(
             drafter=preset("drafter", name, DrafterConfig), decode=4, nccl=pcie, batch=b, python=str(LIGHT_PYTHON)
         )
         for name in ("ttt5", "eagle3_10k")
         for b in (1, 16)
     ]
+    configs = [(cfg, Launch.of(cfg)) for cfg in shipped]
     drafters = [DrafterConfig()] + [
         eagle3(method=m, steps=s, topk=k, tokens=t)
         for m in ("eagle3", "eagle", "mtp", "standalone", "draft_model")
@@ -297,16 +297,17 @@ def matrix() -> list[Config]:
         model = (
             kimi if not engine else ModelConfig(name="kimi_k25", path="/m", tp=8, tokenizer="/tok", max_model_len=8192)
         )
-        configs.append(
-            make_config(drafter, decode, nccl, batch, max_batch, python=str(LIGHT_PYTHON), model=model, **engine)
-        )
+        cfg = make_config(drafter, decode, nccl, batch, python=str(LIGHT_PYTHON), model=model, **engine)
+        configs.append((cfg, Launch.of(cfg, RunContext(max_batch=max_batch))))
     return configs
 
 
 @pytest.mark.sglang
 @needs_sglang
 def test_sglang_parser_accepts_every_generated_argv():
-    argvs = [list(argv) for argv in dict.fromkeys(tuple(ENGINE.server_args(cfg, PORT)) for cfg in matrix())]
+    argvs = [
+        list(argv) for argv in dict.fromkeys(tuple(ENGINE.server_args(cfg, PORT, launch)) for cfg, launch in matrix())
+    ]
     verdicts = argcheck.check_argv([str(LIGHT_PYTHON)], argvs)
     rejected = [(argv, v) for argv, v in zip(argvs, verdicts, strict=True) if v is not None]
     assert not rejected, rejected[:3]

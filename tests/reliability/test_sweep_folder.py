@@ -144,3 +144,12 @@ def test_a_run_folder_that_cannot_be_one_is_one_line_and_exit_2(idle_ws, case) -
     line = one_line(idle_ws.main("drafter=none", "dry_run=true", f"hydra.run.dir={path}"))
     assert f"invalid configuration: hydra.run.dir: {words}" in line, line
     assert "Fix: give hydra.run.dir a folder you can write to" in line
+
+
+def test_a_sweep_leaves_no_empty_log_in_its_groups_folders(idle_ws) -> None:
+    # issue 37: every sweep left a 0-byte groups/0/app.log (Hydra's job log, which nothing wrote to)
+    sweep = idle_ws.root / "sweep"
+    run = idle_ws.main(*SWEEP, f"hydra.sweep.dir={sweep}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (sweep / "groups" / "0" / "group.json").exists()
+    assert [p for p in sweep.rglob("*.log") if p.stat().st_size == 0] == []

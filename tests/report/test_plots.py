@@ -68,7 +68,7 @@ def test_every_figure_as_png_and_one_offline_html(tmp_path: Path) -> None:
     html = (tmp_path / "plots" / "plots.html").read_text(encoding="utf-8")
     assert "<script src=" not in html and html.count("plotly.js v") == 1  # embedded once: opens offline
     assert {"torch/none", "torch/tiny", "torch/tiny p99", "torch/tiny b=4"} <= json_strings(html, "name")
-    assert "tiny crossover ≈ 5.7 [5.1, 6.3]" in json_strings(html, "text")
+    assert "tiny crossover ≈ 5.7 [4.9, 6.3]" in json_strings(html, "text")
     assert not any("vllm" in name for name in json_strings(html, "name"))  # the failed point is left out
     assert '"error_y":{"array":[5.0,10.0,20.0,40.0,80.0]' in html  # output_throughput_ci95 of the baseline
     assert '"customdata":[[95.0,105.0],[190.0,210.0],' in html  # hover: the baseline's interval as [lo, hi]
@@ -79,7 +79,7 @@ def test_speedup_figure_marks_the_crossover_and_parity() -> None:
     rows, cross = sweep()
     spec = next(f for f in figures(rows, cross) if f.name == "speedup")
     assert spec.hline == 1.0
-    assert spec.vlines == {"tiny crossover ≈ 5.7 [5.1, 6.3]": pytest.approx(2**2.5)}
+    assert spec.vlines == {"tiny crossover ≈ 5.7 [4.9, 6.3]": pytest.approx(2**2.5)}
     assert spec.bands == [(cross["crossover_batch.tiny_lo"], cross["crossover_batch.tiny_hi"])]  # shaded
     assert [line.label for line in spec.lines] == ["torch/tiny"]
     assert spec.lines[0].x == [1, 2, 4, 8, 16]

@@ -1,9 +1,11 @@
 """Two specexp processes on one Optuna study in a journal file and one fresh MLflow store, started
 together: the study ends with exactly n_trials measured between them, no configuration measured by
-both at once, and every measured trial's run in the store."""
+both at once, every measured trial's run in the store beside a baseline of its own, and one answer:
+both workers' summaries hold every trial and name the same best, under one parent run."""
 
 from __future__ import annotations
 
+import csv
 import subprocess
 from datetime import datetime
 
@@ -73,7 +75,24 @@ def test_two_workers_share_one_study(tmp_path, outputs) -> None:
     mlflow = MlflowClient(tracking_uri=uri)
     runs = mlflow.search_runs([mlflow.get_experiment_by_name("specexp").experiment_id])
     children = [r for r in runs if r.data.tags.get("specexp.role") != "parent"]
-    trials_run = [r for r in children if "optuna.trial" in r.data.tags]  # each worker also measures a baseline
+    trials_run = [r for r in children if "optuna.trial" in r.data.tags]
     assert len(trials_run) == N_TRIALS and {r.data.tags["optuna.study"] for r in trials_run} == {"one_study"}
+    # one baseline per trial, measured in turns with it by the worker that measured the trial
     baselines = [r for r in children if "optuna.trial" not in r.data.tags]
-    assert baselines and all(r.data.tags["specexp.drafter"] == "none" for r in baselines)
+    assert all(r.data.tags["specexp.drafter"] == "none" for r in baselines)
+    assert sorted(r.data.tags["optuna.baseline_of"] for r in baselines) == sorted(str(t.number) for t in measured)
+
+    # one answer: each worker's summary reads every trial of the study, whoever measured it
+    folders = [tmp_path / f"worker{i}" for i in range(2)]
+    listed = [list(csv.DictReader((f / "trials.csv").open())) for f in folders]
+    assert [sorted(r["trial"] for r in rows if r["state"] == "COMPLETE") for rows in listed] == [
+        sorted(str(t.number) for t in measured)
+    ] * 2
+    best = [list(csv.DictReader((f / "best.csv").open())) for f in folders]
+    assert best[0] == best[1] and best[0][0]["objective"] == "speedup"
+    said = [[x for x in (f / "verdict.txt").read_text().splitlines() if x.startswith("best at batch")] for f in folders]
+    assert said[0] == said[1] and len(said[0]) == 1
+    # one parent run for the study: the first worker's; the other's is its child
+    parents = [r for r in runs if r.data.tags.get("specexp.role") == "parent"]
+    (top,) = [p for p in parents if "mlflow.parentRunId" not in p.data.tags]
+    assert [p.data.tags["mlflow.parentRunId"] for p in parents if p is not top] == [top.info.run_id]

@@ -150,7 +150,10 @@ def test_verdict_states_where_it_pays_and_loses_with_intervals() -> None:
     assert "; break-even between " in line and " (first crossing, 95%); " in line
     assert "inconclusive at batch 8: the widest interval is at batch 8 (×0.98 [0.9" in line
     assert "±" not in line and " CI " not in line  # the level and method are said once, on their own line
-    assert how.startswith("95% CI [lo, hi]: speedups unpaired Welch t (log scale) at 5 of 5 points, each 95% alone; ")
+    assert how.startswith(
+        "95% CI [lo, hi]: speedups arms' pooled windows (tokens over seconds), unpaired Welch t (log scale) at 5 "
+        "of 5 points, each 95% alone; "
+    )
     assert "hold jointly at 95% over each series' 5 points (Bonferroni: each class at 99.0% " in how
     assert "windows did not take turns" in line and line.endswith("(or measure on a quieter machine)")
 
@@ -197,7 +200,15 @@ def windowed(drafter: str, batch: int, tputs: list[float], starts: list[float]) 
     """A point measured in windows of 1 s starting at ``starts``, with its aggregate as a point records it."""
     r = row(drafter, batch, 0.0)
     r.windows = [
-        {"output_throughput": t, "decode_speed": t / 10, "window_start": s, "window_end": s + 1.0}
+        {
+            "output_throughput": t,
+            "window_s": 1.0,
+            "decode_speed": t / 10,
+            "decode_tokens": t / 10,
+            "decode_s": 1.0,
+            "window_start": s,
+            "window_end": s + 1.0,
+        }
         for t, s in zip(tputs, starts, strict=True)
     ]
     r.metrics |= aggregate(r.windows, MeasureConfig(windows=len(tputs)))
@@ -215,17 +226,19 @@ def test_windows_that_took_turns_are_paired_and_the_unpaired_figure_kept_beside(
     analysis = apply(rows)
     m = rows[1].metrics
     assert rows[1].tags["specexp.speedup_method"] == "paired" and m["windows_paired"] == 4
-    logs = np.log(RATIO)
-    half = stats.t.ppf(0.975, 3) * logs.std(ddof=1) / 2
-    assert m["speedup"] == pytest.approx(math.exp(logs.mean()))
-    assert (m["speedup_lo"], m["speedup_hi"]) == pytest.approx(
-        (math.exp(logs.mean() - half), math.exp(logs.mean() + half))
-    )
+    value = sum(spec) / sum(DRIFT)  # the arms' tokens over their seconds (1 s windows)
+    residuals = np.array(spec) / np.mean(spec) - np.array(DRIFT) / np.mean(DRIFT)  # partners' relative residuals
+    half = stats.t.ppf(0.975, 3) * residuals.std(ddof=1) / 2
+    assert m["speedup"] == pytest.approx(value) and m["speedup_unpaired"] == m["speedup"]
+    assert (m["speedup_lo"], m["speedup_hi"]) == pytest.approx((value * math.exp(-half), value * math.exp(half)))
     assert m["speedup_unpaired_lo"] < 1 < m["speedup_unpaired_hi"]  # the drift swamps the unpaired ratio
     assert m["speedup_ci95"] < m["speedup_unpaired_ci95"] / 10
     line, how = verdicts(rows, analysis)
     assert line.startswith("tiny pays at batch 4 (×1.30 [1.2")
-    assert how.startswith("95% CI [lo, hi]: speedups paired t over 4 window pairs (log scale), each 95% alone; ")
+    assert how.startswith(
+        "95% CI [lo, hi]: speedups arms' pooled windows (tokens over seconds), paired t over 4 window pairs "
+        "(log scale), each 95% alone; "
+    )
 
 
 def test_windows_one_arm_after_the_other_are_not_paired() -> None:

@@ -28,14 +28,12 @@ def test_default_composes(make_config) -> None:
         (["+engine.env.NCCL_DEBUG=INFO"], "engine.env.NCCL_DEBUG"),
         (["workload=jsonl"], "workload.path"),
         (["engine.max_running_requests=2", "batch=4"], "engine.max_running_requests"),
-        (["batch=8", "max_batch=4"], "max_batch"),
         (["engine.port=70000"], "engine.port"),
         (["measure.windows=0"], "measure.windows"),
         (["measure.max_windows=2"], "measure.max_windows"),  # fewer than measure.windows (8)
         (["measure.rel_ci=1.5"], "measure.rel_ci"),
         (["measure.rel_ci=0.03", "measure.windows=1"], "measure.windows"),
         (["measure.max_s=0"], "measure.max_s"),
-        (["repeat=2"], "repeat"),
     ],
 )
 def test_invalid_combinations_name_their_key(make_config, overrides, key) -> None:
@@ -55,7 +53,8 @@ def test_type_errors_fail_at_composition_naming_the_key(make_config) -> None:
         make_config("batch=many")
 
 
-def test_capacity_is_the_sweeps_largest_batch(make_config) -> None:
+def test_capacity_is_the_sweeps_largest_batch(make_config, make_job) -> None:
     assert make_config("batch=2").capacity == 2
-    assert make_config("batch=2", "max_batch=16").capacity == 16
+    cfg, run = make_job("batch=2", "++run.max_batch=16")
+    assert run.capacity(cfg) == 16 and cfg.capacity == 2  # the sweep sizes the server; the config is the user's
     assert make_config("batch=2", "engine.max_running_requests=32").capacity == 32

@@ -22,7 +22,7 @@ def test_a_single_speculative_run_names_its_drafter_says_why_no_speedup_and_link
     lines = single_run_notes(point("tiny"), what, "http://x/#/runs/1")
     assert lines[0] == f"drafter=tiny: {what}"
     assert "no drafter=none baseline" in lines[1] and "drafter=none,tiny batch=4 -m" in lines[1]
-    assert lines[2] == "in MLflow: http://x/#/runs/1"
+    assert lines[2:] == ["in MLflow:", "http://x/#/runs/1"]  # the URL on a line of its own
     rate = single_run_notes(point("tiny", load="rate", rate=2.0), what, None)
     assert "load=rate rate=2 -m" in rate[1] and len(rate) == 2
     assert not any("speedup" in x for x in single_run_notes(point("none"), "", None))

@@ -9,11 +9,12 @@ from scipy import stats
 from specexp.metrics.stats import (
     DRAWS,
     Estimate,
+    arm_ratio,
     combine,
     estimate,
+    fraction,
     from_bounds,
     from_interval,
-    paired,
     positive,
     proportion,
     ratio,
@@ -72,18 +73,33 @@ def test_paired_windows_cancel_the_drift_they_share() -> None:
     # the machine drifts 2x between windows; each speculative window is 1.3x its partner
     base = [100.0, 200.0, 150.0, 120.0]
     spec = [b * r for b, r in zip(base, (1.28, 1.31, 1.30, 1.32), strict=True)]
-    pair = paired(spec, base)
-    logs = np.log(np.array(spec) / np.array(base))
-    assert pair.value == pytest.approx(math.exp(logs.mean()))
-    assert pair.se == pytest.approx(logs.std(ddof=1) / 2) and pair.df == 3
+    seconds = [1.0, 1.0, 1.0, 1.0]
+    pair = arm_ratio((spec, seconds), (base, seconds), paired=True)
+    assert pair.value == pytest.approx(sum(spec) / sum(base))  # the arms' tokens over their seconds
+    rel = [np.array(arm) / np.mean(arm) - 1 for arm in (spec, base)]  # each window's relative residual
+    assert pair.se == pytest.approx(np.std(rel[0] - rel[1], ddof=1) / 2) and pair.df == 3
     assert 1.26 < pair.lo < 1.3 < pair.hi < 1.34
-    unpaired = ratio(estimate(spec), estimate(base))
+    unpaired = arm_ratio((spec, seconds), (base, seconds), paired=False)
+    assert unpaired.value == pair.value  # one estimand: only the interval knows the pairing
     assert unpaired.lo < 1 < unpaired.hi  # the drift swamps the unpaired ratio
     assert pair.half < unpaired.half / 10
 
 
+def test_the_arms_ratio_weighs_each_window_by_its_seconds() -> None:
+    """Windows of unequal length: the ratio is the arms' tokens over their seconds, not their windows'
+    mean rate (nor the mean of the pairs' ratios)."""
+    a = ([300.0, 100.0], [1.0, 2.0])  # 400 tokens in 3 s; rates 300 and 50
+    b = ([100.0, 100.0], [1.0, 1.0])  # 200 tokens in 2 s
+    assert arm_ratio(a, b, paired=True).value == pytest.approx((400 / 3) / 100)
+    assert arm_ratio(a, b, paired=False).value == pytest.approx((400 / 3) / 100)
+    assert arm_ratio(a, (b[0][:1], b[1][:1]), paired=False).known is False  # one window: no interval
+    with pytest.raises(ValueError, match="as many windows"):
+        arm_ratio(a, (b[0][:1], b[1][:1]), paired=True)
+
+
 def test_a_recorded_asymmetric_interval_gives_the_same_estimate_back() -> None:
-    pair = paired([130.0, 262.0, 195.0], [100.0, 200.0, 150.0])
+    ones = [1.0, 1.0, 1.0]
+    pair = arm_ratio(([130.0, 262.0, 195.0], ones), ([100.0, 200.0, 150.0], ones), paired=True)
     back = from_bounds(pair.value, pair.lo, pair.hi, pair.df)
     assert back.se == pytest.approx(pair.se) and (back.lo, back.hi) == pytest.approx((pair.lo, pair.hi))
 
@@ -122,3 +138,13 @@ def test_draws_follow_the_estimate() -> None:
     draws = Estimate(10.0, 1.0, 30).draws(rng, 19999)
     assert draws.mean() == pytest.approx(10.0, abs=0.05) and draws.std() == pytest.approx(1.0, rel=0.05)
     assert set(Estimate(3.0).draws(rng, 5)) == {3.0}
+
+
+def test_a_fractions_interval_is_made_on_the_logit_scale_and_read_back_so() -> None:
+    est = fraction([0.99, 0.75, 0.97])
+    assert est.scale == "logit" and 0 < est.lo < est.value < est.hi < 1
+    assert fraction([1.0, 1.0, 1.0]).half == 0.0 and fraction([0.0, 0.0]).lo == 0.0  # all one way: no spread
+    back = from_bounds(est.value, est.lo, est.hi, est.df, "logit")
+    assert (back.lo, back.hi) == pytest.approx((est.lo, est.hi))
+    both = combine([est, fraction([0.9, 0.8, 0.95])])  # two launches: still a fraction
+    assert both.scale == "logit" and 0 < both.lo < both.hi < 1

@@ -5,10 +5,12 @@ points (issue 33, item 4). Four batches each judged at 95% alone say at least on
 import math
 
 import numpy as np
+import pytest
 from scipy import stats
 
-from specexp.metrics.stats import Estimate, paired, side
+from specexp.metrics.stats import Estimate, arm_ratio, side
 from specexp.report.analysis import AXES, Series, apply
+from specexp.report.crossing import crossing_bounds, crossover, crossover_interval, first_crossings
 from specexp.report.verdict import PAYS, SAME, describe, verdict_class, verdicts
 from tests.unit.test_analysis import row
 
@@ -23,12 +25,13 @@ def test_a_class_one_batch_alone_would_give_is_not_claimed_jointly() -> None:
 
 
 def test_joint_classes_hold_at_95_percent_over_four_null_batches() -> None:
-    """Known truth: four batches whose speedup is exactly 1, each measured in 8 window pairs (paired t on
-    the log scale); a false class at any of them counts against the sweep."""
+    """Known truth: four batches whose speedup is exactly 1, each measured in 8 window pairs (the paired
+    ratio of sums, t on the log scale); a false class at any of them counts against the sweep."""
     rng = np.random.default_rng(11)
     sweeps, alone, joint = 1500, 0, 0
     for _ in range(sweeps):
-        ests = [paired(np.exp(rng.normal(0.0, 0.05, 8)), np.ones(8)) for _ in range(4)]
+        ones = np.ones(8)
+        ests = [arm_ratio((np.exp(rng.normal(0.0, 0.05, 8)), ones), (ones, ones), True) for _ in range(4)]
         alone += any(side(e, draws=399) != 0 for e in ests)
         joint += any(side(e, draws=399, family=4) != 0 for e in ests)
     assert alone / sweeps > 0.12  # about 1 - 0.95^4 = 18.5%
@@ -44,7 +47,20 @@ def test_the_break_even_is_the_first_crossing_and_says_when_a_later_batch_is_und
     line, how = verdicts(rows, apply(rows))
     assert "loses at batch 8" in line and "no measurable difference at batch 16" in line
     assert (
-        "; break-even between 4.5 and 5.0 (first crossing, 95%); undecided at batch 16: the speedup may cross 1 "
+        "; break-even between 4.4 and 5.0 (first crossing, 95%); undecided at batch 16: the speedup may cross 1 "
         "again beyond the last measured point; " in line
     )
     assert "hold jointly at 95% over each series' 5 points (Bonferroni: each class at 99.0% " in how
+
+
+def test_the_break_even_holds_a_curve_that_falls_by_a_constant_factor_per_doubling() -> None:
+    """Known truth: log speedup linear in log2(batch) through 1 at batch 7, measured tightly at 4 and 16
+    alone. Interpolated linearly in the speedup the crossing reads 7.7 and an interval of the draws
+    alone misses 7; the interval holds both shapes, so it holds the truth (benchmarks/joint_coverage.py:
+    2 batches, 90% before, 99% after)."""
+    truth = {x: math.exp(-0.3 * (math.log2(x) - math.log2(7.0))) for x in (4.0, 16.0)}
+    points = {x: Estimate(v, 0.005, 7, "log") for x, v in truth.items()}
+    lo, hi = crossover_interval(points)
+    assert crossover(list(truth.items())) == pytest.approx(7.74, abs=0.01) and lo <= 7.0 <= hi < 8.0
+    early, late = first_crossings(points)
+    assert crossing_bounds(early, late) == pytest.approx((lo, hi))  # it crosses once: first = whole

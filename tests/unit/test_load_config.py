@@ -34,7 +34,6 @@ def test_closed_loop_is_the_default_and_rate_is_an_open_loop(make_config) -> Non
         ([*RATE, "load.max_concurrency=0"], "load.max_concurrency"),
         (["load=rate", "rate=4"], "load.max_concurrency"),  # nothing says how large the server must be
         ([*RATE, "engine.max_running_requests=4"], "engine.max_running_requests"),  # below the cap
-        ([*RATE, "max_batch=4"], "max_batch"),
         (["load=burst"], None),
         (["slo.ttft_ms=0"], "slo.ttft_ms"),
         (["slo.tpot_ms=-1"], "slo.tpot_ms"),
@@ -61,20 +60,21 @@ def test_an_external_endpoint_needs_no_limit(make_config) -> None:
     assert cfg.concurrency is None
 
 
-def test_a_rate_sweep_sizes_each_server_to_its_largest_cap(make_config) -> None:
+def test_a_rate_sweep_sizes_each_server_to_its_largest_cap(make_config, make_job) -> None:
     jobs = [
         ["dry_run=true", "load=rate", f"rate={r}", f"load.max_concurrency={c}", f"drafter={d}"]
         for d in ("none", "tiny")
         for r, c in ((1, 2), (8, 16))
     ]
     planned = [j.overrides for j in plan(lambda o: make_config(*o), jobs, "s")]
-    assert [p[-1] for p in planned] == ["max_batch=16"] * 4  # two servers, each for caps 2 and 16
-    cfg = make_config(*planned[0])
-    assert cfg.capacity == 16 and cfg.capacity_source == "the largest load.max_concurrency of this server's jobs"
+    assert [p[-1] for p in planned] == ["++run.max_batch=16"] * 4  # two servers, each for caps 2 and 16
+    cfg, run = make_job(*planned[0])
+    assert run.capacity(cfg) == 16
+    assert run.capacity_source(cfg) == "the largest load.max_concurrency of this server's jobs"
 
 
 def test_an_uncapped_rate_sweep_keeps_the_configured_limit(make_config) -> None:
     jobs = [["dry_run=true", "load=rate", f"rate={r}", "engine.max_running_requests=24"] for r in (1, 2)]
     planned = [j.overrides for j in plan(lambda o: make_config(*o), jobs, "s")]
-    assert [p[-1] for p in planned] == ["sweep_id=s"] * 2  # no max_batch: nothing to size from
+    assert [p[-1] for p in planned] == ["++run.sweep_id='s'"] * 2  # no max_batch: nothing to size from
     assert {make_config(*p).capacity for p in planned} == {24}

@@ -14,21 +14,21 @@ def test_jobs_are_grouped_by_server_whatever_the_override_order(make_config) -> 
     drafters = [next(o for o in p if o.startswith("drafter=")) for p in planned]
     assert drafters == ["drafter=none", "drafter=none", "drafter=tiny", "drafter=tiny"]
     assert [p[1] for p in planned] == ["batch=1", "batch=4", "batch=1", "batch=4"]  # command-line order kept
-    assert all(p[-2:] == ["sweep_id=s1", "max_batch=4"] for p in planned)
+    assert all(p[-2:] == ["++run.sweep_id='s1'", "++run.max_batch=4"] for p in planned)
     names = [p[-3] for p in planned]  # each run named by what varies, batch last (arms fixed: not named)
-    assert names[0] == "run_name='drafter=none batch=1'" and names[-1] == "run_name='drafter=tiny batch=4'"
+    assert names[0] == "++run.run_name='drafter=none batch=1'" and names[-1] == "++run.run_name='drafter=tiny batch=4'"
 
 
 def test_each_server_is_sized_to_its_own_largest_batch(make_config) -> None:
     jobs = [["dry_run=true", "drafter=none", "batch=2"], ["dry_run=true", "drafter=tiny", "batch=8"]]
     planned = [j.overrides for j in plan(lambda o: make_config(*o), jobs, "s2")]
-    assert [p[-1] for p in planned] == ["max_batch=2", "max_batch=8"]
+    assert [p[-1] for p in planned] == ["++run.max_batch=2", "++run.max_batch=8"]
 
 
 def test_jobs_differing_only_in_batch_share_one_server(make_config) -> None:
     jobs = [["dry_run=true", "drafter=tiny", f"batch={b}"] for b in (1, 2, 16)]
     planned = [j.overrides for j in plan(lambda o: make_config(*o), jobs, "s3")]
-    assert [p[1] for p in planned] == ["drafter=tiny"] * 3 and {p[-1] for p in planned} == {"max_batch=16"}
+    assert [p[1] for p in planned] == ["drafter=tiny"] * 3 and {p[-1] for p in planned} == {"++run.max_batch=16"}
 
 
 def test_repeats_interleave_the_servers_in_rounds(make_config) -> None:
@@ -38,8 +38,8 @@ def test_repeats_interleave_the_servers_in_rounds(make_config) -> None:
         for b in (1, 4)
     ]
     planned = [j.overrides for j in plan(lambda o: make_config(*o), jobs, "s4")]
-    order = [(p[2], p[3], next((o for o in p if o.startswith("repeat=")), "repeat=0")) for p in planned]
-    rounds = [[o for o in order if o[2] == f"repeat={r}"] for r in range(3)]
+    order = [(p[2], p[3], next((o for o in p if o.startswith("++run.repeat=")), "++run.repeat=0")) for p in planned]
+    rounds = [[o for o in order if o[2] == f"++run.repeat={r}"] for r in range(3)]
     assert order == rounds[0] + rounds[1] + rounds[2]  # A B, A B, A B: drift hits both arms
     assert all([d for d, _, _ in r] == ["drafter=none"] * 2 + ["drafter=tiny"] * 2 for r in rounds)
 
@@ -72,7 +72,7 @@ def test_arms_on_cpu_take_turns_at_each_load_in_one_group_with_both_servers(make
 def test_repeated_arms_take_turns_within_each_round(make_config) -> None:
     jobs = [["dry_run=true", "repeats=2", f"drafter={d}", f"batch={b}"] for d in ("none", "tiny") for b in (1, 4)]
     rounds = by_server(plan(lambda o: make_config(*o), jobs, "s8"))
-    assert [[(j.cfg.drafter.name, j.cfg.batch, int("repeat=1" in j.overrides)) for j in g] for g in rounds] == [
+    assert [[(j.cfg.drafter.name, j.cfg.batch, int("++run.repeat=1" in j.overrides)) for j in g] for g in rounds] == [
         [("none", 1, 0), ("tiny", 1, 0), ("none", 4, 0), ("tiny", 4, 0)],
         [("none", 1, 1), ("tiny", 1, 1), ("none", 4, 1), ("tiny", 4, 1)],
     ]

@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 
 from specexp.config import ConfigError
 from specexp.sweep import resources
+from specexp.sweep.groups import Group
 from specexp.sweep.plan import by_server, plan
 
 SLURM = OmegaConf.create(
@@ -67,3 +68,52 @@ def test_parallel_groups_may_not_share_a_fixed_port_nor_want_more_gpus_than_the_
     with pytest.raises(ConfigError, match=r"engine\.gpus"):
         resources.check_parallel(groups("engine.gpus=2"), ["0"])
     resources.check_parallel(groups("engine.gpus=2"), None)  # a scheduler allocates: nothing to check here
+
+
+def group(gpus: int, gpu_type: str | None = None) -> Group:
+    return Group(0, "key", gpus, gpu_type=gpu_type, sweep_id="2026-01-01_00-00-00-abc123")
+
+
+def test_a_groups_job_is_named_for_its_sweep_and_asks_its_gpus_cpus_and_memory() -> None:
+    name = {"name": "specexp-2026-01-01_00-00-00-abc123"}  # scancel --name stops this sweep's jobs only
+    assert resources.launcher_fields(SLURM, group(4)) == name | {"gpus_per_node": 4}
+    assert resources.launcher_fields(SLURM, group(0)) == name  # a CPU server asks for no GPU
+    typed = resources.launcher_fields(SLURM, group(2, "h100"))
+    assert typed == name | {"gres": "gpu:h100:2", "gpus_per_node": None}  # one GPU request, not two
+    shares = OmegaConf.merge(SLURM, {"cpus_per_task": 10, "mem_gb": 60})  # a one-GPU server's share
+    assert resources.launcher_fields(shares, group(8)) == name | {
+        "gpus_per_node": 8,
+        "cpus_per_task": 80,
+        "mem_gb": 480,
+    }
+    assert resources.launcher_fields(shares, group(1)) == name | {"gpus_per_node": 1}
+    assert resources.launcher_fields(shares, group(0)) == name
+    nodes = OmegaConf.merge(SLURM, {"gpus_per_node": 8, "cpus_per_task": 96, "mem_gb": 1000})  # whole nodes
+    assert resources.launcher_fields(nodes, group(2)) == name
+    assert resources.launcher_fields(nodes, group(16)) == name | {
+        "gpus_per_node": 16,
+        "cpus_per_task": 192,
+        "mem_gb": 2000,
+    }
+
+
+def test_the_launchers_own_gres_is_asked_untouched_with_no_second_gpu_request() -> None:
+    gres = OmegaConf.merge(SLURM, {"gres": "gpu:a100:4", "cpus_per_task": 8})
+    assert resources.launcher_fields(gres, group(2, "h100")) == {"name": "specexp-2026-01-01_00-00-00-abc123"}
+    assert resources.gpu_request(gres, 2) is None  # no --gpus-per-node beside --gres
+    assert resources.launcher_fields(LOCAL, group(2)) == {}  # on this node nothing is asked of a scheduler
+
+
+def test_a_sqlite_store_under_a_cluster_launcher_is_warned_of_once(make_config, caplog, tmp_path) -> None:
+    def groups(uri: str):
+        jobs = [["dry_run=true", f"tracking.uri={uri}", f"batch={b}"] for b in (1, 4)]
+        return by_server(plan(lambda o: make_config(*o), jobs, "s"))
+
+    sqlite = f"sqlite:///{tmp_path}/mlflow.db"
+    resources.check_parallel(groups(sqlite), ["0"])  # groups on this node share its disk: no warning
+    resources.check_parallel(groups("http://mlflow:5000"), None)
+    assert not caplog.records
+    resources.check_parallel(groups(sqlite), None)  # a scheduler's nodes
+    resources.check_parallel(groups(sqlite), None)
+    (warned,) = caplog.records
+    assert f"tracking.uri={sqlite} is a SQLite file" in warned.message and "tracking.uri=http://" in warned.message

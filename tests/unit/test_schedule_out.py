@@ -120,7 +120,8 @@ def windowed(batch: int, depth: int, tputs: list[float], starts: list[float]) ->
     """A point measured in 1 s windows starting at ``starts``, its aggregate as a point records it."""
     row = point(batch, depth, 0.0)
     row.windows = [
-        {"output_throughput": t, "window_start": s, "window_end": s + 1.0} for t, s in zip(tputs, starts, strict=True)
+        {"output_throughput": t, "window_s": 1.0, "window_start": s, "window_end": s + 1.0}
+        for t, s in zip(tputs, starts, strict=True)
     ]
     row.metrics = aggregate(row.windows, MeasureConfig(windows=len(tputs)))
     return row

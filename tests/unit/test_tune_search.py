@@ -15,14 +15,13 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from specexp.report.study import arms, best_arm
+from specexp.report.study import arms, best_arm, feasible
 from specexp.result import PointResult
 from specexp.sweep.space import SearchSpace, parse_condition
 from specexp.sweep.trials import (
     MAX_ASKS_PER_TRIAL,
     as_before,
     enough,
-    feasible,
     make_sampler,
     measured_before,
     outcome,

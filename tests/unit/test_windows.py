@@ -1,10 +1,13 @@
 """Windows of one point on synthetic throughputs with known answers: warm-up, stopping, the result."""
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
 
 from specexp.config import ConfigError, MeasureConfig
+from specexp.metrics.methods import key_method
 from specexp.metrics.windows import aggregate, more_windows
 
 NOISE = [100.0, 103.0, 98.0, 101.0, 99.0, 102.0]
@@ -17,7 +20,10 @@ def test_no_measured_window_is_dropped_for_looking_unlike_the_others() -> None:
     out = aggregate([{"output_throughput": v} for v in values], MeasureConfig(windows=3))
     assert out["windows"] == 4 and out["windows_warmup"] == 0
     assert out["output_throughput"] == pytest.approx(85.0)
-    assert out["output_throughput_ci95"] == pytest.approx(stats.t.ppf(0.975, 3) * np.std(values, ddof=1) / 2)
+    log_half = stats.t.ppf(0.975, 3) * np.std(values, ddof=1) / 2 / 85.0  # a rate: on the log scale
+    assert (out["output_throughput_lo"], out["output_throughput_hi"]) == pytest.approx(
+        (85.0 * math.exp(-log_half), 85.0 * math.exp(log_half))
+    )
 
 
 def test_the_warm_up_phase_is_stated_and_validated() -> None:
@@ -34,11 +40,12 @@ def test_fixed_windows_stop_after_enough_steady_ones() -> None:
     assert not more_windows([40.0, 100.0, 101.0], measure, elapsed_s=1.0)  # however unlike, every window counts
 
 
-def test_a_precision_target_measures_until_the_interval_is_that_tight() -> None:
-    measure = MeasureConfig(windows=3, rel_ci=0.03, max_windows=20)
+def test_a_precision_target_measures_until_the_interval_is_that_tight_at_a_look() -> None:
+    measure = MeasureConfig(windows=3, rel_ci=0.03, max_windows=20)  # looks at 3, 5, 8, 12, 18, 20 windows
     wide = [100.0, 112.0, 90.0]
     assert more_windows(wide, measure, elapsed_s=1.0)
-    assert not more_windows([100.0, 101.0, 99.0, 100.5], measure, elapsed_s=1.0)
+    assert more_windows([100.0, 100.2, 99.9, 100.1], measure, elapsed_s=1.0)  # precise, but no look at 4
+    assert not more_windows([100.0, 100.2, 99.9, 100.1, 100.0], measure, elapsed_s=1.0)
 
 
 def test_caps_stop_a_point_that_never_settles() -> None:
@@ -62,8 +69,8 @@ def test_aggregate_means_intervals_and_counts_over_windows() -> None:
     assert out["windows"] == 4 and out["windows_warmup"] == 0 and out["windows_settled"] == 1.0
     assert out["requests_ok"] == 31
     assert out["output_throughput"] == pytest.approx(100.0)
-    # sd of (100, 102, 98, 100) = 1.633; t(0.975, 3) = 3.1824; half-width = 3.1824 * 1.633 / 2
-    assert out["output_throughput_ci95"] == pytest.approx(3.18245 * 1.63299 / 2, rel=1e-4)
+    # sd of (100, 102, 98, 100) = 1.633; t(0.975, 3) = 3.1824; on the log scale: ± 3.1824 * 1.633 / 2 / 100
+    assert out["output_throughput_ci95"] == pytest.approx(100 * math.sinh(3.18245 * 1.63299 / 200), rel=1e-4)
     assert out["ttft_ms_p50"] == pytest.approx(11.0) and "ttft_ms_p50_ci95" in out
     assert "window_start" not in out and "window_end" not in out  # each window's span, not a metric
 
@@ -99,3 +106,25 @@ def test_the_pooled_throughput_weighs_each_window_by_its_length() -> None:
     assert out["output_throughput"] == pytest.approx(200.0)
     assert out["output_throughput_pooled"] == pytest.approx(250.0)
     assert out["window_s"] == 4.0 and out["window_output_tokens"] == 1000.0
+
+
+def test_no_interval_leaves_its_quantitys_range() -> None:
+    """Three windows whose Student-t intervals once read TTFT [-1, 21] ms and an acceptance rate above 1:
+    a positive quantity's interval is made on the log scale, a fraction's on the logit scale, and the
+    methods line says so."""
+    windows = [
+        {"ttft_ms_mean": 2.0, "accept_rate": 0.99, "accept_length": 1.2, "output_throughput": 5.0},
+        {"ttft_ms_mean": 18.0, "accept_rate": 0.75, "accept_length": 3.9, "output_throughput": 90.0},
+        {"ttft_ms_mean": 10.0, "accept_rate": 0.97, "accept_length": 2.0, "output_throughput": 40.0},
+    ]
+    out = aggregate(windows, MeasureConfig(windows=3))
+    linear = stats.t.interval(0.95, 2, loc=10.0, scale=np.std([2.0, 18.0, 10.0], ddof=1) / math.sqrt(3))
+    assert linear[0] < 0  # what a t interval on the plain scale said
+    for key in ("ttft_ms_mean", "accept_length", "output_throughput"):
+        assert 0 < out[f"{key}_lo"] < out[key] < out[f"{key}_hi"]
+    rates = [0.99, 0.75, 0.97]
+    assert stats.t.interval(0.95, 2, loc=np.mean(rates), scale=np.std(rates, ddof=1) / math.sqrt(3))[1] > 1
+    assert 0 < out["accept_rate_lo"] < out["accept_rate"] < out["accept_rate_hi"] < 1
+    rows = [{**out, "windows": 3}]
+    assert key_method("ttft_ms_mean", rows) == "Student-t over 3 windows (log scale)"
+    assert key_method("accept_rate", rows) == "Student-t over 3 windows (logit scale)"

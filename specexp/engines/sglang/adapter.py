@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specexp.config import Config, ConfigError, EngineConfig
+from specexp.context import Launch
 from specexp.engines import counters
 from specexp.engines.base import Command, Engine
 from specexp.engines.sglang import acceptance
@@ -120,6 +121,10 @@ class SglangEngineConfig(EngineConfig):
 
     def check(self, cfg: Config) -> None:
         d = cfg.drafter
+        d.refuse_synthetic(
+            "SGLang has no such server argument (its SGLANG_SIMULATE_ACC_LEN environment variable draws "
+            "lengths its own way, unchecked by its parser)",
+        )
         if d.speculative and d.method not in ALGORITHMS:
             raise ConfigError(
                 "drafter.method",
@@ -204,14 +209,15 @@ class SglangEngine(Engine):
         found = self.installed(cfg)
         return cfg.decode != 1 and found is not None and not found.decode_steps_readers
 
-    def server_args(self, cfg: Config, port: int) -> list[str]:
+    def server_args(self, cfg: Config, port: int, launch: Launch | None = None) -> list[str]:
         """Flags after ``-m sglang.launch_server``."""
         e: SglangEngineConfig = cfg.engine
         m = cfg.model
-        capacity = cfg.capacity
+        launch = launch or Launch.of(cfg)
+        capacity = launch.capacity
         args = [
             "--model-path", m.path,
-            "--served-model-name", m.api_name,
+            "--served-model-name", launch.served_name,
             "--host", e.host,
             "--port", str(port),
             "--tp-size", str(m.tp),
@@ -260,8 +266,9 @@ class SglangEngine(Engine):
             args += ["--speculative-adaptive", "--speculative-adaptive-config", str(adaptive_config(cfg))]
         return args
 
-    def command(self, cfg: Config, port: int) -> Command:
-        return Command([*self.python(cfg), "-m", LAUNCH_MODULE, *self.server_args(cfg, port)], self.server_env(cfg))
+    def command(self, cfg: Config, port: int, launch: Launch | None = None) -> Command:
+        argv = [*self.python(cfg), "-m", LAUNCH_MODULE, *self.server_args(cfg, port, launch)]
+        return Command(argv, self.server_env(cfg))
 
     def preflight(self, cfg: Config, command: Command) -> list[str]:
         found = self.installed(cfg)
