@@ -81,11 +81,12 @@ def warn_synthetic(name: str) -> None:
 
 def design_lines(configs: Iterable[Config]) -> list[str]:
     """What the measure settings can detect, said before anything runs: for each distinct setting
-    among ``configs`` (a sweep's points usually share one) the settings and their power line."""
+    among ``configs`` (a sweep's points usually share one) the settings, as overrides, and their power line."""
     lines: list[str] = []
-    for m in dict.fromkeys((c.measure.windows, c.measure.max_windows, c.measure.rel_ci) for c in configs):
-        windows, most, rel_ci = m
-        lines.append(f"design: measure.windows={windows} measure.max_windows={most} measure.rel_ci={rel_ci}")
+    for windows, most, rel_ci in dict.fromkeys(
+        (c.measure.windows, c.measure.max_windows, c.measure.rel_ci) for c in configs
+    ):
+        lines.append(f"design: measure.windows={windows} measure.max_windows={most} measure.rel_ci={rel_ci or 'null'}")
         if windows < 2:
             lines.append("power: one window per point gives no interval, so no difference is detected; use >= 2")
         else:

@@ -8,7 +8,7 @@ import json
 from specexp.metrics.sequential import design_line
 
 POINT = ("engine=torch", "model=tiny", "drafter=tiny", "dry_run=true", "measure.windows=6", "measure.max_windows=9")
-SETTINGS = "design: measure.windows=6 measure.max_windows=9 measure.rel_ci=None"
+SETTINGS = "design: measure.windows=6 measure.max_windows=9 measure.rel_ci=null"
 
 
 def test_a_single_runs_dry_run_says_what_its_windows_detect(specexp_main) -> None:
