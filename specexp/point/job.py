@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import DictConfig
+from submitit.core.utils import UncompletedJobError
 
 from specexp import atomic, live, redaction, signals
 from specexp.config import Config, ConfigError
@@ -65,14 +66,13 @@ def run(
     live.point_started(job_num + 1, run_name(cfg, run), cfg.measure.windows)
     try:
         _measure(cfg, run, raw, plan, result, point, job_dir, job_num, turn)
-    except KeyboardInterrupt:
-        result.status, result.error = "interrupted", "interrupted (SIGINT)"
-        raise
-    except SystemExit as exc:
-        result.status, result.error = "interrupted", f"interrupted (exit {exc.code})"
-        raise
-    except Exception as exc:  # a failing point is recorded and the sweep goes on
-        _failed(cfg, result, point, exc, job_dir)
+    except BaseException as exc:
+        if (why := interruption(exc)) is not None:
+            result.status, result.error = "interrupted", why
+            raise
+        if not isinstance(exc, Exception):
+            raise
+        _failed(cfg, result, point, exc, job_dir)  # a failing point is recorded and the sweep goes on
     finally:
         result.tags["specexp.status"] = result.status
         with signals.deferred():  # a second Ctrl-C does not cut the point's record short
@@ -80,6 +80,19 @@ def run(
             track(cfg, result, job_dir, point.end_time)
         live.point_ended(result.status, live_summary(result))
     return result
+
+
+def interruption(exc: BaseException) -> str | None:
+    """Why a point was interrupted, where ``exc`` stops its job from outside (a resume measures it
+    again): Ctrl-C, an exit, or submitit's last time-out (or one it cannot requeue), which its signal
+    handler raises as UncompletedJobError in the middle of the point. None for a failure of the point."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (SIGINT)"
+    if isinstance(exc, SystemExit):
+        return f"interrupted (exit {exc.code})"
+    if isinstance(exc, UncompletedJobError):
+        return f"interrupted by the scheduler ({exc})"
+    return None
 
 
 def _measure(

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -21,6 +22,7 @@ from specexp.engines.base import Command, Engine
 from specexp.engines.context import context_length
 from specexp.load.prompts import check_lengths, check_workload
 from specexp.load.schedule import check_trace
+from specexp.metrics import sequential
 from specexp.result import PointResult
 
 log = logging.getLogger("specexp")
@@ -77,14 +79,30 @@ def warn_synthetic(name: str) -> None:
         log.warning(SYNTHETIC, name)
 
 
+def design_lines(configs: Iterable[Config]) -> list[str]:
+    """What the measure settings can detect, said before anything runs: for each distinct setting
+    among ``configs`` (a sweep's points usually share one) the settings, as overrides, and their power line."""
+    lines: list[str] = []
+    for windows, most, rel_ci in dict.fromkeys(
+        (c.measure.windows, c.measure.max_windows, c.measure.rel_ci) for c in configs
+    ):
+        lines.append(f"design: measure.windows={windows} measure.max_windows={most} measure.rel_ci={rel_ci or 'null'}")
+        if windows < 2:
+            lines.append("power: one window per point gives no interval, so no difference is detected; use >= 2")
+        else:
+            lines.append(sequential.design_line(windows))
+    return lines
+
+
 def dry_run_text(cfg: Config, run: RunContext) -> str:
-    """A single run's dry run: the server it would start, as JSON; "" for a sweep's point, whose
-    sweep prints one plan for all its points and servers (specexp.sweep.plan.dry_run_plan)."""
+    """A single run's dry run: what its design detects, then the server it would start, as JSON; ""
+    for a sweep's point, whose sweep prints one plan for all its points and servers
+    (specexp.sweep.plan.dry_run_plan)."""
     if run.sweep_id:
         return ""
     _, command, key = describe(cfg, run)
     shown = {"server_key": key, "argv": command.argv, "env": command.env} if command else {"key": key}
-    return json.dumps(redaction.scrub_data(shown), indent=2)
+    return "\n".join([*design_lines([cfg]), json.dumps(redaction.scrub_data(shown), indent=2)])
 
 
 def show(cfg: Config, run: RunContext, raw: DictConfig) -> PointResult:

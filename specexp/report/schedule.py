@@ -5,30 +5,30 @@ The points are those of a grid over ``drafter.num_steps`` x ``batch`` or of ``+s
 the baseline (``drafter=none``) is depth 0, so a batch where speculation does not pay drafts nothing.
 A depth is compared with the batch's best by the ratio of their objectives, made as the verdict makes
 a speedup (specexp.report.analysis.ratio_estimates): paired where the two depths' windows took turns
-(the mean log ratio of partners), else unpaired (specexp.metrics.stats.ratio, Welch's degrees of
-freedom); a depth whose ratio the engine cannot place above or below 1 (stats.side) cannot be told
-from the best. schedule.json says how each ratio was made. A batch whose best was measured in one window only has
-no interval: its range says it is a guess. Batches between two measured ones take the depth of the
-range above them (its first measured batch), and the schedule.json says which ones were not measured.
+(the mean log ratio of partners), else unpaired, each arm's windows pooled (tokens over seconds, Welch
+df: ``pooled_ratio``); a depth whose ratio stats.side cannot place above or below 1 cannot be told
+from the best. schedule.json says how each ratio was made. A batch whose best was measured in one
+window only has no interval: its range says it is a guess. Batches between two measured ones take the
+depth of the range above them (its first measured batch), and schedule.json says which were not measured.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from specexp.depth_schedule import Schedule
 from specexp.metrics.stats import Estimate, combine, ratio, side
-from specexp.report.analysis import RATIOS, launch, metric_estimate, ratio_estimates
+from specexp.report.analysis import RATIOS, arms_ratio, launch, metric_estimate, ratio_estimates
 from specexp.result import PointResult
 
 HOW = (
     "each depth against the batch's best as a ratio with its 95% interval: paired (the mean log ratio of "
     "windows that took turns, Student-t over the pairs) where the two arms' windows alternated, else unpaired "
-    "(Student-t over each point's windows, first-order errors, Welch df), each ratio naming its method: a "
+    "(each arm's windows pooled, tokens over seconds, Welch df), each ratio naming its method: a "
     "depth whose ratio interval holds 1 cannot be told apart from the best"
 )
 # Two arms' rows at one batch -> the ratio of their objectives and how it was made (paired | unpaired).
@@ -88,11 +88,28 @@ def measured(rows: Sequence[PointResult], objective: str) -> dict[int, dict[int,
     return {b: {d: pooled(rs, objective) for d, rs in by.items()} for b, by in arms(rows, objective).items()}
 
 
+def one_arm(rows: Sequence[PointResult]) -> PointResult:
+    """An arm measured on several launches (or trials) as one point: their windows, in order (no
+    recorded metrics: those were each launch's own)."""
+    return rows[0] if len(rows) == 1 else replace(rows[0], windows=[w for r in rows for w in r.windows], metrics={})
+
+
+def pooled_ratio(mine: Sequence[PointResult], theirs: Sequence[PointResult], metric: str) -> Estimate | None:
+    """``metric`` of one arm over another's, unpaired, as the verdict makes a ratio (analysis.arms_ratio):
+    each arm's windows over all its launches pooled (tokens over seconds), Welch's degrees of freedom;
+    a metric without windows' sums, the recorded values of one point each. None where a point has no
+    windows (read back from MLflow) or the ratio cannot be made so."""
+    if not mine or not theirs or not all(r.windows for r in (*mine, *theirs)):
+        return None
+    found = arms_ratio(one_arm(mine), one_arm(theirs), metric)
+    return None if found is None else found[0]
+
+
 def comparer(objective: str) -> Compare:
     """How two arms are compared on ``objective``, as the verdict compares a drafter with its baseline:
     the paired ratio (analysis.ratio_estimates) where, in every launch of one arm, its windows took turns
-    with the other arm's in the same launch, combined over launches; else the unpaired ratio of the arms'
-    pooled estimates."""
+    with the other arm's in the same launch, combined over launches; else unpaired, each arm's windows
+    pooled (``pooled_ratio``), or where they are not known the ratio of the arms' recorded estimates."""
     key = next((k for k, metric in RATIOS["closed"] if metric == objective), None)
 
     def compare(mine: Sequence[PointResult], theirs: Sequence[PointResult]) -> tuple[Estimate, str]:
@@ -107,7 +124,8 @@ def comparer(objective: str) -> Compare:
         else:
             if parts:
                 return combine(parts), "paired"
-        return ratio(pooled(mine, objective), pooled(theirs, objective)), "unpaired"
+        found = pooled_ratio(mine, theirs, objective)
+        return (ratio(pooled(mine, objective), pooled(theirs, objective)) if found is None else found), "unpaired"
 
     return compare
 

@@ -11,9 +11,11 @@ measurements are pooled into one estimate (a mean over windows: every window, it
 error recovered exactly from each measurement's mean, half-width and window count; a ratio: the mean
 of the trials' log ratios, stats.combine). The best arm is the one whose 95% interval's conservative
 end is best; every arm whose ratio to the best has a 95% interval holding 1 is named with it, because
-the study cannot tell them apart. That ratio is the one the schedule (specexp.report.schedule) and
-the verdict judge by (stats.ratio: trials are separate launches, so unpaired; stats.side on its
-draws), so the study's best line and the schedule beneath it name the same ties.
+the study cannot tell them apart. That ratio is the estimand the schedule (specexp.report.schedule)
+and the verdict judge by: each arm's windows pooled, tokens over seconds, unpaired since trials are
+separate launches (schedule.pooled_ratio, analysis.arms_ratio; stats.side on its draws), so the
+study's best line and the schedule beneath it name the same ties. Where an arm's points are not at
+hand (another worker's trials, read from the storage) the ratio is made from the told estimates.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from specexp.console import fmt
 from specexp.metrics import registry
 from specexp.metrics.stats import Estimate, combine, ratio, side
 from specexp.report.analysis import RATIO_KEYS, metric_estimate
+from specexp.report.schedule import pooled_ratio
 from specexp.report.summary import TRIAL
 from specexp.result import PointResult
 
@@ -61,6 +64,7 @@ class Arm:
     trials: list[str] = field(default_factory=list)
     parts: list[Estimate] = field(default_factory=list)
     methods: list[str] = field(default_factory=list)  # how each part's interval was made
+    rows: list[PointResult] = field(default_factory=list)  # the trials' points, where they are at hand
 
     @property
     def estimate(self) -> Estimate:
@@ -113,6 +117,7 @@ def arms(rows: Sequence[PointResult], settings: Sequence[str], objective: str) -
         arm.trials.append(trial)
         arm.parts.append(told[0])
         arm.methods.append(told[1])
+        arm.rows.append(row)
     out: dict[int, list[Arm]] = {}
     for (batch, _), arm in found.items():
         out.setdefault(batch, []).append(arm)
@@ -149,10 +154,14 @@ def loaded(data: dict[str, Any]) -> tuple[Estimate, str]:
     return Estimate(**fields), str(data.get("method", ""))
 
 
-def trial_arms(trials: Sequence[FrozenTrial], settings: Sequence[str], index: int, batch: int) -> list[Arm]:
+def trial_arms(
+    trials: Sequence[FrozenTrial], settings: Sequence[str], index: int, batch: int, rows: Sequence[PointResult] = ()
+) -> list[Arm]:
     """The study's feasible configurations measured ok, by any worker, from its storage: each
-    trial's told estimate of objective ``index``, in the order first measured. A trial told an
-    earlier trial's values (a deterministic repeat, never launched) measured nothing of its own."""
+    trial's told estimate of objective ``index``, in the order first measured, with its point at
+    ``batch`` where ``rows`` hold it. A trial told an earlier trial's values (a deterministic repeat,
+    never launched) measured nothing of its own."""
+    points = {r.tags[TRIAL]: r for r in rows if r.ok and r.batch == batch and TRIAL in r.tags}
     found: dict[tuple, Arm] = {}
     for t in sorted(trials, key=lambda t: t.number):
         if t.state != TrialState.COMPLETE or not feasible(t) or "same_as" in t.user_attrs or not t.values:
@@ -163,18 +172,21 @@ def trial_arms(trials: Sequence[FrozenTrial], settings: Sequence[str], index: in
         arm.trials.append(str(t.number))
         arm.parts.append(est)
         arm.methods.append(method)
+        arm.rows += [points[str(t.number)]] if str(t.number) in points else []
     return list(found.values())
 
 
-def study_arms(study: optuna.Study, settings: Sequence[str], objective: str, batch: int) -> dict[int, list[Arm]]:
+def study_arms(
+    study: optuna.Study, settings: Sequence[str], objective: str, batch: int, rows: Sequence[PointResult] = ()
+) -> dict[int, list[Arm]]:
     """Per batch, trial_arms of ``objective`` (the study's metric names: ``speedup@b4``, or the
-    objective alone, measured at ``batch``)."""
+    objective alone, measured at ``batch``), each with its point where ``rows`` hold it."""
     trials = study.get_trials(deepcopy=False)
     out: dict[int, list[Arm]] = {}
     for i, name in enumerate(study.metric_names or []):
         key, _, at = name.partition("@b")
         if key == objective:
-            found = trial_arms(trials, settings, i, int(at) if at else batch)
+            found = trial_arms(trials, settings, i, int(at) if at else batch, rows)
             if found:
                 out[int(at) if at else batch] = found
     return out
@@ -210,23 +222,33 @@ def surely(e: Estimate, maximize: bool) -> float:
     return e.lo if maximize else e.hi
 
 
-def apart(a: Estimate, b: Estimate) -> bool:
-    """Whether the study can tell two arms apart: the 95% interval of their ratio excludes 1 (an arm
-    measured in one window has no interval: it cannot be told apart). Two exact objectives (windows
-    that agree, no spread) differ or not. An objective that is not positive has no ratio: there,
-    whether their 95% intervals do not overlap."""
+def apart(a: Estimate, b: Estimate, r: Estimate | None = None) -> bool:
+    """Whether the study can tell two arms apart: the 95% interval of their ratio ``r`` (default: of
+    the two estimates, unpaired) excludes 1 (an arm measured in one window has no interval: it cannot
+    be told apart). Two exact objectives (windows that agree, no spread) differ or not. An objective
+    that is not positive has no ratio: there, whether their 95% intervals do not overlap."""
     if not (a.known and b.known):
         return False
-    r = ratio(a, b) if a.value > 0 and b.value > 0 else None
+    if r is None and a.value > 0 and b.value > 0:
+        r = ratio(a, b)
     if r is not None and r.known:
         return side(r) != 0
     return abs(a.value - b.value) > a.half + b.half
 
 
-def best_arm(candidates: Sequence[Arm], maximize: bool) -> tuple[Arm, list[Arm]]:
-    """The arm with the best conservative end, and the arms it cannot be told apart from."""
+def versus(a: Arm, b: Arm, objective: str | None) -> Estimate | None:
+    """``a``'s ``objective`` over ``b``'s as the verdict makes a ratio (schedule.pooled_ratio: each
+    arm's windows pooled, unpaired), where every trial of both has its point at hand; else None."""
+    if objective is None or len(a.rows) != len(a.trials) or len(b.rows) != len(b.trials):
+        return None
+    return pooled_ratio(a.rows, b.rows, objective)
+
+
+def best_arm(candidates: Sequence[Arm], maximize: bool, objective: str | None = None) -> tuple[Arm, list[Arm]]:
+    """The arm with the best conservative end, and the arms it cannot be told apart from: by their
+    ratio to it (``versus``, on ``objective``'s windows where known)."""
     best = max(candidates, key=lambda a: surely(a.estimate, maximize) * (1 if maximize else -1))
-    ties = [a for a in candidates if a is not best and not apart(a.estimate, best.estimate)]
+    ties = [a for a in candidates if a is not best and not apart(a.estimate, best.estimate, versus(a, best, objective))]
     return best, ties
 
 
@@ -252,10 +274,12 @@ def best_per_batch(
     digits = registry.digits(objective) if digits is None else digits
     study = open_study(rows)
     batch = next((r.batch for r in rows), 0)
-    found = study_arms(study, settings, objective, batch) if study is not None else {}
+    found = study_arms(study, settings, objective, batch, rows) if study is not None else {}
     found = found or arms(rows, settings, objective)
     return [
-        best_line(f"at batch {b}", *best_arm(found[b], maximize), objective, digits) for b in sorted(found) if found[b]
+        best_line(f"at batch {b}", *best_arm(found[b], maximize, objective), objective, digits)
+        for b in sorted(found)
+        if found[b]
     ]
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from specexp.report.analysis import METHOD_TAG
 from specexp.result import PointResult
 
 # The settings a summary row leads with, before status and metrics.
@@ -48,14 +49,17 @@ def with_intervals_beside(metrics: dict[str, float]) -> dict[str, float]:
 
 
 def summary_rows(results: Sequence[PointResult], settings: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """One flat dict per point: its lead settings (and ``settings``), status, every metric (each
-    interval beside its value), where to find it."""
+    """One flat dict per point: its lead settings (and ``settings``), status, how its speedup was
+    estimated (``speedup_method``: paired or unpaired, where some point has a speedup), every metric
+    (each interval beside its value), where to find it."""
     rows = []
     trials = any(TRIAL in r.tags for r in results)  # a study's points: which trial measured each
+    methods = any(METHOD_TAG in r.tags for r in results)
     for r in results:
         row = {"trial": r.tags.get(TRIAL, "")} if trials else {}
         row |= {k: r.params.get(k, "") for k in dict.fromkeys([*LEAD_COLUMNS, *settings])}
-        row |= {"status": r.status, **with_intervals_beside(r.metrics)}
+        row |= {"status": r.status} | ({"speedup_method": r.tags.get(METHOD_TAG, "")} if methods else {})
+        row |= with_intervals_beside(r.metrics)
         row |= {"run_id": r.run_id, "job_dir": r.job_dir, "error": r.error}
         rows.append(row)
     return rows

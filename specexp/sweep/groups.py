@@ -9,7 +9,6 @@ point the job never finished is recorded as interrupted (in the summary; a resum
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import subprocess
@@ -164,15 +163,6 @@ def so_far(group: Group, sweep_dir: Path, settings: Settings, error: str) -> lis
     ]
 
 
-def drop_empty_logs(sweep_dir: Path, index: int) -> None:
-    """The group job's log files (Hydra's ``<job name>.log``) removed when nothing was written to
-    them: an empty file says nothing, and every sweep would leave one per group."""
-    for path in Group.folder(sweep_dir, index).glob("*.log"):
-        with contextlib.suppress(OSError):
-            if path.stat().st_size == 0:
-                path.unlink()
-
-
 def collect(group: Group, sweep_dir: Path, outcome: JobReturn | BaseException, settings: Settings) -> list[PointResult]:
     """The group's results in point order. A job the scheduler refused fails its points with the
     scheduler's words (a resume cannot help). A job that ended early (failed, killed, pre-empted and
@@ -194,7 +184,6 @@ def collect(group: Group, sweep_dir: Path, outcome: JobReturn | BaseException, s
         )
         error = f"the job of server group {group.index} ended before this point did ({cause})"
         results = so_far(group, sweep_dir, settings, error)
-    drop_empty_logs(sweep_dir, group.index)
     return results
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from specexp import checks, redaction
 from specexp.config import Config
 from specexp.context import RUN_NODE, RunContext
-from specexp.point.plan import check_files, describe, preflight, prepare
+from specexp.point.plan import check_files, describe, design_lines, preflight, prepare
 from specexp.sweep.names import axes, override, point_names
 
 log = logging.getLogger("specexp")
@@ -218,10 +218,12 @@ def placeholders(cfg: Config) -> list[str]:
 
 
 def dry_run_plan(planned: Sequence[Job], group_max: dict[str, int | None]) -> str:
-    """A dry run's whole plan, compact: each server once (its argv and environment, secrets
-    masked), the points it would measure, and a warning for each placeholder path left unset."""
+    """A dry run's whole plan, compact: what its design detects (specexp.point.plan.design_lines),
+    each server once (its argv and environment, secrets masked), the points it would measure, and a
+    warning for each placeholder path left unset."""
     servers = _runs(planned, lambda j: j.group)
     lines = [f"dry run: {len(planned)} points on {len(servers)} server(s); nothing is started"]
+    lines += design_lines(j.cfg for j in planned)
     warned: set[str] = set()
     for n, jobs in enumerate(servers, 1):
         first = jobs[0].cfg

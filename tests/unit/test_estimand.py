@@ -10,7 +10,7 @@ import pytest
 
 from specexp.config import MeasureConfig
 from specexp.metrics.windows import aggregate
-from specexp.report import schedule
+from specexp.report import schedule, study
 from specexp.report.analysis import apply
 from specexp.report.breakeven import batch_speedups
 from specexp.report.compare import ratio as compare_ratio
@@ -57,9 +57,8 @@ def test_every_output_reads_the_arms_tokens_over_their_seconds() -> None:
         assert batch_speedups(rows)[4].value == pytest.approx(POOLED)  # the break-even search's
         assert analysis.series[0].points[4.0].value == pytest.approx(POOLED)  # the verdict's and break-even's
         assert f"×{POOLED:.2f}" in verdicts(rows, analysis)[0]
-        if method == "paired":  # a depth schedule's (its unpaired branch reads recorded means: schedule.pooled)
-            estimate, how = schedule.comparer("output_throughput")(rows[1:], rows[:1])
-            assert estimate.value == pytest.approx(POOLED) and how == method
+        estimate, how = schedule.comparer("output_throughput")(rows[1:], rows[:1])  # a depth schedule's
+        assert estimate.value == pytest.approx(POOLED) and how == method
         assert compare_ratio(rows[0], rows[1], "output_throughput").value == pytest.approx(POOLED)  # report compare
 
 
@@ -71,3 +70,20 @@ def test_an_unpaired_point_among_paired_ones_is_marked_in_the_verdict() -> None:
     line, how = verdicts(rows, apply(rows))
     assert line.count(" unpaired") == 1 and line.endswith("to ×2.02 [1.87, 2.17] unpaired)")  # batch 8
     assert "paired t over 4 window pairs (log scale), unpaired Welch t (log scale) at 1 of 2 points" in how
+
+
+def test_a_study_tells_its_arms_apart_on_the_same_estimand() -> None:
+    """A study's ties read each arm's tokens over its seconds, its trials' windows pooled, as the verdict
+    does. Here the ratio of the arms' mean window rates (×0.80 [0.50, 1.29]) holds 1, their tokens over
+    seconds (×0.68 [0.48, 0.96]) does not: depth 4's long windows are slow ones."""
+    deep = point("tiny", ([90.0, 239.0, 230.0, 105.0], [1.0, 4.0, 4.0, 1.0]), [0.0, 1.0, 5.0, 9.0])
+    flat = point("none", ([197.0, 201.0, 192.0, 97.0], [2.0, 2.0, 2.0, 1.0]), [20.0, 22.0, 24.0, 26.0])
+    again = point("tiny", SPEC, [30.0, 31.0, 33.0, 34.2])  # a second trial of depth 4
+    for trial, row in enumerate([deep, flat, again]):
+        row.tags[study.TRIAL] = str(trial)
+    (line,) = study.best_per_batch([deep, flat], ["drafter.num_steps"], "output_throughput", maximize=True)
+    assert line.startswith("best at batch 4: drafter.num_steps=0") and "no single best" not in line
+    shallow, pooled = study.arms([flat, deep, again], ["drafter.num_steps"], "output_throughput")[4]
+    ratio = study.versus(pooled, shallow, "output_throughput")  # the second trial's windows join its arm's
+    tokens, seconds = 90 + 239 + 230 + 105 + sum(SPEC[0]), 10 + sum(SPEC[1])
+    assert ratio is not None and ratio.value == pytest.approx((tokens / seconds) / (687 / 7))

@@ -10,6 +10,7 @@ from specexp.console import fmt, points_table
 from specexp.metrics.methods import methods_line
 from specexp.metrics.registry import table_keys
 from specexp.metrics.stats import Estimate
+from specexp.report.analysis import METHOD_TAG
 from specexp.report.summary import summary_rows, write_csv
 from specexp.result import PointResult
 
@@ -64,3 +65,13 @@ def test_a_rate_table_shows_the_completions_beside_the_offered_and_achieved_rate
     """The achieved rate reads the offered one by construction; saturation shows in the completions."""
     row = {"load.kind": "rate", "offered_rate": 1.0, "achieved_rate": 1.0, "completion_rate": 0.62}
     assert table_keys([row])[-3:] == ("offered_rate", "achieved_rate", "completion_rate")
+
+
+def test_summary_csv_says_how_each_speedup_was_estimated(tmp_path: Path) -> None:
+    points = rows()
+    points[1].tags[METHOD_TAG] = "paired"  # as report.analysis.apply tags a point with a speedup
+    write_csv(tmp_path / "summary.csv", summary_rows(points))
+    with (tmp_path / "summary.csv").open() as f:
+        base, spec = csv.DictReader(f)
+    assert (base["speedup_method"], spec["speedup_method"]) == ("", "paired")  # a baseline has no speedup
+    assert "speedup_method" not in summary_rows(rows())[1]  # no speedup in the sweep: no column

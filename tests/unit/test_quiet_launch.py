@@ -32,3 +32,23 @@ def test_hydras_launch_lines_are_quiet_unless_asked_for(stage: str) -> None:
         assert logging.getLogger(LAUNCHER).isEnabledFor(logging.INFO)
     finally:
         restore_logging(before)
+
+
+def test_a_jobs_log_file_is_made_at_its_first_line(tmp_path) -> None:
+    """issue 37: every sweep left a 0-byte groups/0/app.log, the job log nothing wrote to (and Hydra kept
+    open under the basic launcher): the file handler opens it when a line comes, never before."""
+    log = tmp_path / "app.log"
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=[f"hydra.job_logging.handlers.file.filename={log}"], return_hydra_config=True)
+    assert cfg.hydra.job_logging.handlers.file.delay is True
+    assert list(cfg.hydra.job_logging.root.handlers) == ["console", "file"]  # Hydra's own handlers kept
+    before = logging_state()
+    try:
+        configure_log(cfg.hydra.job_logging, False)
+        assert not log.exists()
+        logging.getLogger("specexp").warning("a line")
+        assert "a line" in log.read_text()
+    finally:
+        for handler in logging.getLogger().handlers:
+            handler.close()
+        restore_logging(before)
