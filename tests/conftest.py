@@ -39,6 +39,14 @@ def needs(path: Path, what: str, install: str) -> pytest.MarkDecorator:
 register()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist a worker's environment says COLUMNS=80 and LINES=24; the specexp processes
+    the tests start must see what a CI step's pipe sees (no terminal width), as under plain pytest,
+    or their console wraps every line at 80. A test of widths sets COLUMNS itself."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
+
 @pytest.fixture
 def make_config() -> Callable[..., Config]:
     """Compose conf/ with overrides exactly as the app does, and validate it."""
