@@ -11,7 +11,7 @@ from typing import Any
 from omegaconf import MISSING
 
 from specexp.config.errors import ConfigError
-from specexp.config.trace import TraceRequest, read_trace
+from specexp.config.trace_file import TraceRequest, read_trace
 
 LOAD_KINDS = ("closed", "rate")
 ARMS = ("auto", "alternate", "sequential")
@@ -123,7 +123,7 @@ class LoadConfig:
         return (len(trace) - 1) / span if span > 0 else float(len(trace))
 
     def trace(self) -> list[TraceRequest]:
-        """The slice of the trace this load replays (specexp.config.trace)."""
+        """The slice of the trace this load replays (specexp.config.trace_file)."""
         return read_trace(str(self.path), self.time_scale, self.window_s, self.max_requests)
 
 

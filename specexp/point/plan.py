@@ -19,9 +19,9 @@ from specexp.config import Config
 from specexp.context import RUN_NODE, Launch, RunContext
 from specexp.engines import adapter
 from specexp.engines.base import Command, Engine
-from specexp.engines.context import context_length
+from specexp.engines.context_length import context_length
 from specexp.load.prompts import check_lengths, check_workload
-from specexp.load.schedule import check_trace
+from specexp.load.send_plan import check_trace
 from specexp.metrics import sequential
 from specexp.result import PointResult
 

@@ -20,7 +20,7 @@ from specexp.load.client import run_closed_loop, run_open_loop
 from specexp.load.conversation import Conversation
 from specexp.load.host import CLIENT_CPU_WARNING, HostSample, noise
 from specexp.load.prompts import make_prompts
-from specexp.load.schedule import arrivals, window_items
+from specexp.load.send_plan import arrivals, window_items
 from specexp.load.shape import RequestShape, request_shape
 from specexp.metrics import requests, slo, traffic
 from specexp.metrics import server as server_metrics

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 
 from specexp import atomic
 from specexp.config import LoadConfig, SloConfig
-from specexp.load.schedule import phases as phase_edges
+from specexp.load.send_plan import phases as phase_edges
 from specexp.metrics.slo import meets
 from specexp.records import RequestRecord
 from specexp.report import regret

@@ -11,8 +11,8 @@ import pytest
 from scipy import stats
 
 from specexp.config import ConfigError, LoadConfig
-from specexp.load.profile import phase_edges, profile_arrivals
-from specexp.load.schedule import arrivals
+from specexp.load.rate_profile import phase_edges, profile_arrivals
+from specexp.load.send_plan import arrivals
 
 STEPS = [(0.0, 20.0, 2.0), (20.0, 30.0, 15.0), (30.0, 60.0, 0.5)]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from specexp.config import ConfigError, LoadConfig, WorkloadConfig
-from specexp.config.trace import read_trace
-from specexp.load.schedule import arrivals, check_trace, phases, trace_items
+from specexp.config.trace_file import read_trace
+from specexp.load.send_plan import arrivals, check_trace, phases, trace_items
 from specexp.load.shape import request_shape
 
 TRACES = Path(__file__).parents[1] / "fixtures" / "traces"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,10 @@ def test_a_path_that_does_not_exist_is_caught(tmp_path: Path) -> None:
         "pyproject.toml",
     ]
     assert not (ROOT / "specexp/gone/").exists()
+
+
+def test_no_module_is_named_like_a_standard_library_module() -> None:
+    """A module named ``trace`` or ``profile`` shadows the standard library's for whoever runs a file
+    beside it, and misleads a reader (issue 34): names say what they hold."""
+    names = {p.stem for p in (ROOT / "specexp").rglob("*.py")}
+    assert sorted(names & set(sys.stdlib_module_names)) == []

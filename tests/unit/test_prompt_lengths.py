@@ -1,6 +1,6 @@
 """Issue 37 item 4: prompt lengths checked against the server's context length before it starts. The
 rule (specexp.load.lengths), its cheap bound from characters, where the context length comes from
-(specexp.engines.context) and the workload's check (specexp.load.prompts.check_lengths)."""
+(specexp.engines.context_length) and the workload's check (specexp.load.prompts.check_lengths)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from specexp.config import ConfigError, WorkloadConfig
-from specexp.engines.context import context_length, human_int, model_context
+from specexp.engines.context_length import context_length, human_int, model_context
 from specexp.load.lengths import Context, TokenCounter, check_fits, overflow
 from specexp.load.prompts import check_lengths, make_prompts
 

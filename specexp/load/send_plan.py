@@ -11,11 +11,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from specexp.config import Config, ConfigError, LoadConfig, WorkloadConfig
-from specexp.config.trace import TraceRequest
+from specexp.config.trace_file import TraceRequest
 from specexp.load.arrivals import arrival_times
 from specexp.load.conversation import Conversation
-from specexp.load.profile import phase_edges, profile_arrivals
 from specexp.load.prompts import make_prompts, stream_seed
+from specexp.load.rate_profile import phase_edges, profile_arrivals
 
 
 def arrivals(load: LoadConfig, n: int, seed: Sequence[int]) -> list[float]:
