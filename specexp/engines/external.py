@@ -28,7 +28,7 @@ from specexp.config import Config, ConfigError, EngineConfig
 from specexp.context import Launch
 from specexp.engines.base import Command, Engine
 from specexp.engines.sglang import SglangEngine
-from specexp.engines.sglang import acceptance as sglang_acceptance
+from specexp.engines.sglang import spec_counts as sglang_acceptance
 from specexp.engines.torch import TorchEngine
 from specexp.engines.vllm import VllmEngine
 from specexp.metrics.acceptance import AcceptanceCounts

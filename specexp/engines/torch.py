@@ -15,7 +15,7 @@ from specexp.config import Config, ConfigError, EngineConfig
 from specexp.context import Launch
 from specexp.engines import synthetic
 from specexp.engines.base import Command, Engine
-from specexp.engines.sglang import acceptance as sglang_acceptance
+from specexp.engines.sglang import spec_counts as sglang_acceptance
 from specexp.metrics.acceptance import AcceptanceCounts
 from specexp.records import RequestRecord
 

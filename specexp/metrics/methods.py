@@ -1,7 +1,7 @@
 """How each printed interval was made, said once per output (a table's caption, a verdict's last
 line), so that a reader of ``660 [555, 765]`` knows its level and method without the docs.
 
-The methods are those of specexp.metrics.stats and specexp.metrics.windows: a mean over windows with
+The methods are those of specexp.metrics.stats and specexp.metrics.window_results: a mean over windows with
 a Student-t interval, a rate's on the log scale, a ratio of sums with the ratio estimator's, a
 proportion's Clopper-Pearson interval over requests, and a speedup's paired or unpaired t on the
 log scale (specexp.report.analysis).
@@ -14,7 +14,7 @@ from typing import Any
 
 from specexp.metrics.registry import RATIO_METRICS, header
 from specexp.metrics.stats import LEVEL
-from specexp.metrics.windows import POOLED, scale_of
+from specexp.metrics.window_results import POOLED, scale_of
 
 RATIO_KEYS = tuple(key for key, _, _ in RATIO_METRICS)
 LEVEL_TEXT = f"{LEVEL:.0%}"

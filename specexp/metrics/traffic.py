@@ -10,7 +10,7 @@ and goodput (specexp.metrics.slo) those that also met the SLO: goodput ≤ achie
 construction. Whether completions keep up is checked separately: ``completion_rate`` is the successful
 completions after the first over the span from the first end to the last, pooled over a point's
 windows (a ratio of sums with the ratio estimator's interval), and a point is ``saturated`` only when
-that interval lies wholly below the offered rate (specexp.metrics.windows).
+that interval lies wholly below the offered rate (specexp.metrics.window_results).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from specexp import atomic, live, redaction, signals
 from specexp.config import Config, ConfigError
 from specexp.console import fmt
 from specexp.context import RunContext
-from specexp.metrics.windows import aggregate
+from specexp.metrics.window_results import aggregate
 from specexp.point.plan import ServerPlan, describe, ensure_models, new_result, preflight, run_name, warn_synthetic
 from specexp.point.record import RESULTS, save, save_config, save_server, save_traceback
 from specexp.point.serve import ServerLog, planned_log, serve

@@ -1,6 +1,6 @@
 """What a point will run, decided before anything starts: its server (adapter, argv, the key that
 decides reuse), its name, its checks (files, the engine's own parser) and its dry run. Nothing here
-starts a process or writes a file, so sweeps plan whole groups with it (specexp.sweep.plan)."""
+starts a process or writes a file, so sweeps plan whole groups with it (specexp.sweep.job_plan)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def design_lines(configs: Iterable[Config]) -> list[str]:
 def dry_run_text(cfg: Config, run: RunContext) -> str:
     """A single run's dry run: what its design detects, then the server it would start, as JSON; ""
     for a sweep's point, whose sweep prints one plan for all its points and servers
-    (specexp.sweep.plan.dry_run_plan)."""
+    (specexp.sweep.job_plan.dry_run_plan)."""
     if run.sweep_id:
         return ""
     _, command, key = describe(cfg, run)

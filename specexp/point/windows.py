@@ -1,4 +1,4 @@
-"""A point's measurement: warm-up, then measured windows until enough (specexp.metrics.windows), each
+"""A point's measurement: warm-up, then measured windows until enough (specexp.metrics.window_results), each
 under the watchdog (specexp.point.watch), and their metrics folded into the point's result. Every
 record is kept as it arrives, so a point cut short by the engine's death keeps what it got."""
 
@@ -26,7 +26,7 @@ from specexp.metrics import requests, slo, traffic
 from specexp.metrics import server as server_metrics
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.metrics.categories import category_metrics
-from specexp.metrics.windows import TREND_KEY, aggregate, more_windows
+from specexp.metrics.window_results import TREND_KEY, aggregate, more_windows
 from specexp.point.plan import load_label
 from specexp.point.watch import ServerLost, watched
 from specexp.records import RequestRecord
@@ -92,7 +92,7 @@ async def measure_windows(
     window: Callable[[], AbstractContextManager[None]] = nullcontext,
 ) -> None:
     """Warm-up (``workload.warmup`` requests, then ``measure.warmup_windows`` discarded windows), then
-    consecutive windows until enough (specexp.metrics.windows), each inside
+    consecutive windows until enough (specexp.metrics.window_results), each inside
     ``window``: counters, the measured requests on fresh prompts (closed or open loop), counters, and
     the host's noise context. Windows are appended as they finish, and each record of the window in
     progress joins ``received`` as it finishes, so a point cut short by the server's death keeps

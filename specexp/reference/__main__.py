@@ -17,9 +17,9 @@ from specexp.depth_schedule import Schedule, ScheduleError
 from specexp.reference.api import ApiServer, ServerSettings
 from specexp.reference.chat import ChatTemplate
 from specexp.reference.drafters import Drafter, Eagle3Drafter, ModelDrafter, NgramDrafter
-from specexp.reference.engine import BatchEngine
 from specexp.reference.model import Eagle3Head, Llama, LlamaConfig
 from specexp.reference.prometheus import EngineMetrics
+from specexp.reference.scheduler import BatchEngine
 
 log = logging.getLogger("specexp.reference")
 

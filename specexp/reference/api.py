@@ -30,8 +30,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from tokenizers import Tokenizer
 
 from specexp.reference.chat import ChatError, ChatTemplate
-from specexp.reference.engine import BatchEngine
 from specexp.reference.request import RequestState
+from specexp.reference.scheduler import BatchEngine
 
 DEFAULT_MAX_TOKENS = 16  # OpenAI's default for /v1/completions; chat defaults to the rest of the context
 

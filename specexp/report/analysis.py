@@ -35,7 +35,7 @@ from specexp.metrics.stats import (
     proportion,
     ratio,
 )
-from specexp.metrics.windows import scale_of
+from specexp.metrics.window_results import scale_of
 from specexp.report.contention import client_bound, host_load
 from specexp.report.crossing import (
     breaks_trend,
@@ -46,6 +46,7 @@ from specexp.report.crossing import (
     first_crossings,
 )
 from specexp.report.distinguish import distinguishing
+from specexp.report.summary import METHOD_TAG
 from specexp.result import PointResult
 
 # Params that differ between points of one sweep without making them different experiments.
@@ -64,7 +65,6 @@ RATIOS = {
     ),
 }
 RATIO_KEYS = tuple(dict.fromkeys(key for pairs in RATIOS.values() for key, _ in pairs))
-METHOD_TAG = "specexp.speedup_method"  # paired | unpaired: how a point's ratios were estimated
 
 
 @dataclass(frozen=True)

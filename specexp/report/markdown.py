@@ -9,7 +9,7 @@ from pathlib import Path
 from specexp.console import cell, fmt, load_cell, load_header
 from specexp.metrics.methods import methods_line
 from specexp.metrics.registry import digits, header, table_keys
-from specexp.report.categories import category_rows
+from specexp.report.category_speedups import category_rows
 from specexp.report.crossover_points import believed_map, break_even
 from specexp.report.series import labels, series_key
 from specexp.report.summary import summary_rows

@@ -68,7 +68,7 @@ def tpot_s(r: RequestRecord) -> float | None:
 
 def _acceptance(placed: Sequence[Placed]) -> dict[str, float]:
     """Acceptance length (1 + accepted per verify step) and the depth drafted (proposed per verify step)
-    from the engines' per-request counts (specexp.engines.sglang.acceptance); nan where none reports."""
+    from the engines' per-request counts (specexp.engines.sglang.spec_counts); nan where none reports."""
     spec = [p.record.extra for p in placed if p.record.ok and p.record.extra.get("spec_verify_ct")]
     steps = float(sum(e["spec_verify_ct"] for e in spec))
     accepted = [e["spec_num_correct_drafts"] for e in spec if "spec_num_correct_drafts" in e]

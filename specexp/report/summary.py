@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from specexp.report.analysis import METHOD_TAG
 from specexp.result import PointResult
+
+METHOD_TAG = "specexp.speedup_method"  # paired | unpaired: how a point's ratios were estimated (report.analysis)
 
 # The settings a summary row leads with, before status and metrics.
 LEAD_COLUMNS = (

@@ -10,7 +10,7 @@ from specexp.console import console
 from specexp.point.plan import flat_params
 from specexp.report.analysis import identity
 from specexp.result import BASELINE, PointResult
-from specexp.sweep.base import LaunchingSweeper
+from specexp.sweep.skeleton import LaunchingSweeper
 
 
 def _drafter_key(override: str) -> bool:

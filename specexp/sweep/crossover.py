@@ -33,10 +33,10 @@ from specexp.report import breakeven
 from specexp.report.breakeven import NOISE, SEARCHING, Points, Search, Step, median_rule
 from specexp.report.crossover_points import BUCKET, FAILED, INPUT_LEN, UNSETTLED, Believed, believed, context_of
 from specexp.result import BASELINE, PointResult
-from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.grid import SweepFailed
+from specexp.sweep.job_plan import Job
 from specexp.sweep.names import point_names, sweep_params
-from specexp.sweep.plan import Job
+from specexp.sweep.skeleton import LaunchingSweeper, SweepRun
 
 
 def _drafter_override(override: str) -> bool:

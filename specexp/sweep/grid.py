@@ -7,10 +7,10 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from specexp.console import invalid_config_exits
 from specexp.report import schedule
-from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.baselines import with_baselines
 from specexp.sweep.groups import refused_before_anything
 from specexp.sweep.names import sweep_name, sweep_params, swept
+from specexp.sweep.skeleton import LaunchingSweeper, SweepRun
 from specexp.tracking import TRACKING_FAILED
 
 

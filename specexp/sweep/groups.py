@@ -23,7 +23,7 @@ from specexp import redaction
 from specexp.context import RUN_NODE
 from specexp.result import PointResult
 from specexp.sweep.folder import RESULTS
-from specexp.sweep.plan import Job, by_server
+from specexp.sweep.job_plan import Job, by_server
 
 log = logging.getLogger("specexp")
 
@@ -45,7 +45,7 @@ class Group:
     key: str  # the server key its points share
     gpus: int  # GPUs its server takes (its servers share, when arms take turns)
     points: list[Point] = field(default_factory=list)
-    servers: int = 1  # servers up at once: its arms, when they take turns (specexp.sweep.plan.take_turns)
+    servers: int = 1  # servers up at once: its arms, when they take turns (specexp.sweep.job_plan.take_turns)
     # CUDA_VISIBLE_DEVICES for its server, dealt by the sweeper when groups share this node; None: the
     # job's own (a scheduler's allocation, or the whole node when groups run one at a time)
     devices: list[str] | None = None
@@ -124,7 +124,7 @@ def next_group(sweep_dir: Path) -> int:
     return max(numbers, default=-1) + 1
 
 
-SWEEP_ID = f"++{RUN_NODE}.sweep_id="  # the planner's override (specexp.sweep.plan.decided)
+SWEEP_ID = f"++{RUN_NODE}.sweep_id="  # the planner's override (specexp.sweep.job_plan.decided)
 
 
 def form_groups(jobs: Sequence[Job], first_point: int, first_group: int) -> list[Group]:

@@ -1,6 +1,6 @@
 """specexp's default Hydra sweeper: a server-ordered grid (``mode: grid``), an Optuna study
 (``mode: optuna``) or an adaptive break-even search (``mode: crossover``), all on the skeleton of
-specexp.sweep.base. Its schema is config.SweeperConf;
+specexp.sweep.skeleton. Its schema is config.SweeperConf;
 hydra_plugins.specexp_sweepers is the thin face Hydra discovers."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 from specexp.config import ConfigError, CrossoverConf, TuneConf
 from specexp.console import invalid_config_exits
-from specexp.sweep.base import LaunchingSweeper
 from specexp.sweep.crossover import CrossoverSearch
 from specexp.sweep.grid import run_grid
+from specexp.sweep.skeleton import LaunchingSweeper
 from specexp.sweep.tune import Tuner
 
 

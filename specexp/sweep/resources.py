@@ -24,7 +24,7 @@ from omegaconf import DictConfig
 
 from specexp.config import ConfigError, TrackingConfig
 from specexp.sweep.groups import Group
-from specexp.sweep.plan import Job
+from specexp.sweep.job_plan import Job
 
 log = logging.getLogger("specexp")
 

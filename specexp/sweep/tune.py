@@ -61,8 +61,8 @@ from specexp.report.study import (
 )
 from specexp.result import BASELINE, PointResult
 from specexp.sweep import claims
-from specexp.sweep.base import LaunchingSweeper, SweepRun
 from specexp.sweep.names import point_names, sweep_params
+from specexp.sweep.skeleton import LaunchingSweeper, SweepRun
 from specexp.sweep.space import SearchSpace, distribution, parse_condition, split_sweeps
 from specexp.sweep.trials import (
     as_before,

@@ -11,7 +11,7 @@ import pytest
 
 from specexp.engines import counters
 from specexp.engines.sglang import SglangEngine
-from specexp.engines.sglang import acceptance as sglang_acceptance
+from specexp.engines.sglang import spec_counts as sglang_acceptance
 from specexp.engines.torch import TorchEngine
 from specexp.engines.vllm import VllmEngine
 from specexp.metrics import server

@@ -10,10 +10,10 @@ from specexp.models.tiny import TinyPaths
 from specexp.reference import model as model_module
 from specexp.reference.api import Detokenizer
 from specexp.reference.drafters import ModelDrafter, NgramDrafter
-from specexp.reference.engine import BatchEngine
 from specexp.reference.model import KVCache, Llama
 from specexp.reference.prometheus import EngineMetrics
 from specexp.reference.request import RequestState
+from specexp.reference.scheduler import BatchEngine
 
 
 def test_cached_batched_decode_matches_a_full_forward(tiny: TinyPaths) -> None:

@@ -18,10 +18,10 @@ from torch.profiler import ProfilerActivity, profile
 
 from specexp.models.tiny import TinyPaths
 from specexp.reference.drafters import ModelDrafter
-from specexp.reference.engine import BatchEngine
 from specexp.reference.model import Llama
 from specexp.reference.prometheus import EngineMetrics
 from specexp.reference.request import RequestState
+from specexp.reference.scheduler import BatchEngine
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

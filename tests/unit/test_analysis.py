@@ -9,7 +9,7 @@ from scipy import stats
 
 from specexp.config import MeasureConfig
 from specexp.metrics.stats import Estimate
-from specexp.metrics.windows import aggregate
+from specexp.metrics.window_results import aggregate
 from specexp.report.analysis import (
     alternated,
     apply,

@@ -38,3 +38,10 @@ def test_no_module_is_named_like_a_standard_library_module() -> None:
     beside it, and misleads a reader (issue 34): names say what they hold."""
     names = {p.stem for p in (ROOT / "specexp").rglob("*.py")}
     assert sorted(names & set(sys.stdlib_module_names)) == []
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """``windows`` in two packages (or ``plan``, ``base``, ``engine``) makes a reader open the wrong one
+    (issue 34): every module's name is its own."""
+    stems = [p.stem for p in (ROOT / "specexp").rglob("*.py") if p.stem not in ("__init__", "__main__")]
+    assert sorted({s for s in stems if stems.count(s) > 1}) == []

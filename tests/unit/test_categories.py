@@ -2,7 +2,7 @@
 
 import pytest
 
-from specexp.engines.sglang.acceptance import per_request_counts
+from specexp.engines.sglang.spec_counts import per_request_counts
 from specexp.metrics.categories import category_metrics, label
 from specexp.metrics.requests import compute
 from specexp.records import Chunk, RequestRecord

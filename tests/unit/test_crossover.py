@@ -12,7 +12,7 @@ import pytest
 from specexp.config import ConfigError, CrossoverConf, MeasureConfig
 from specexp.metrics import stats
 from specexp.metrics.stats import Estimate, from_interval
-from specexp.metrics.windows import aggregate
+from specexp.metrics.window_results import aggregate
 from specexp.report import analysis, breakeven, crossing
 from specexp.report.breakeven import Search, Step, bisection_rule, median_rule, next_step
 from specexp.report.crossing import crossover_interval

@@ -7,7 +7,7 @@ import pytest
 from specexp.config import MeasureConfig
 from specexp.metrics import requests
 from specexp.metrics.stats import ratio_of_sums
-from specexp.metrics.windows import aggregate
+from specexp.metrics.window_results import aggregate
 from specexp.records import Chunk, RequestRecord
 
 

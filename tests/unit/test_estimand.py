@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from specexp.config import MeasureConfig
-from specexp.metrics.windows import aggregate
+from specexp.metrics.window_results import aggregate
 from specexp.report import schedule, study
 from specexp.report.analysis import apply
 from specexp.report.breakeven import batch_speedups

@@ -7,7 +7,7 @@ import pytest
 
 from specexp.config import MeasureConfig, SloConfig
 from specexp.metrics import slo, traffic
-from specexp.metrics.windows import aggregate
+from specexp.metrics.window_results import aggregate
 from specexp.records import Chunk, RequestRecord
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specexp.sweep.groups import Group, Point, form_groups
-from specexp.sweep.plan import plan
+from specexp.sweep.job_plan import plan
 from specexp.sweep.runner import set_aside, unmasked
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from specexp.result import PointResult
-from specexp.sweep import base
-from specexp.sweep.base import SweepRun, interrupt_line
+from specexp.sweep import skeleton as base
 from specexp.sweep.groups import Group, Point
+from specexp.sweep.job_plan import Job
 from specexp.sweep.modes import OrderedSweeper
-from specexp.sweep.plan import Job
+from specexp.sweep.skeleton import SweepRun, interrupt_line
 
 
 @pytest.mark.usefixtures("sigint_handled")

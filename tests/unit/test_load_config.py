@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specexp.config import ConfigError
-from specexp.sweep.plan import plan
+from specexp.sweep.job_plan import plan
 
 RATE = ["load=rate", "rate=4", "load.max_concurrency=8"]
 

@@ -4,7 +4,7 @@ import pytest
 
 from specexp.config import ConfigError
 from specexp.sweep.groups import form_groups
-from specexp.sweep.plan import by_server, plan
+from specexp.sweep.job_plan import by_server, plan
 
 
 def test_jobs_are_grouped_by_server_whatever_the_override_order(make_config) -> None:

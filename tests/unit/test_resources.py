@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from specexp.config import ConfigError
 from specexp.sweep import resources
 from specexp.sweep.groups import Group
-from specexp.sweep.plan import by_server, plan
+from specexp.sweep.job_plan import by_server, plan
 
 SLURM = OmegaConf.create(
     {"_target_": "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher", "gpus_per_node": None}

@@ -11,7 +11,7 @@ from specexp.config import ConfigError
 from specexp.context import RUN_NODE, SWEEP_DECIDES, Launch, RunContext
 from specexp.engines.torch import TorchEngine
 from specexp.point.plan import flat_params
-from specexp.sweep.plan import plan
+from specexp.sweep.job_plan import plan
 
 
 def schema_keys(node: object, prefix: str = "") -> set[str]:

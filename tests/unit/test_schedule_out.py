@@ -4,7 +4,7 @@ import json
 
 from specexp.config import MeasureConfig
 from specexp.depth_schedule import Schedule
-from specexp.metrics.windows import aggregate
+from specexp.metrics.window_results import aggregate
 from specexp.report import schedule
 from specexp.result import PointResult
 

@@ -18,7 +18,7 @@ from specexp.metrics.sequential import (
     widen,
 )
 from specexp.metrics.stats import Estimate, arm_ratio, estimate
-from specexp.metrics.windows import aggregate
+from specexp.metrics.window_results import aggregate
 from specexp.report.analysis import apply
 from specexp.report.verdict import verdicts
 from specexp.result import PointResult

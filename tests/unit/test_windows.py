@@ -8,7 +8,7 @@ from scipy import stats
 
 from specexp.config import ConfigError, MeasureConfig
 from specexp.metrics.methods import key_method
-from specexp.metrics.windows import aggregate, more_windows
+from specexp.metrics.window_results import aggregate, more_windows
 
 NOISE = [100.0, 103.0, 98.0, 101.0, 99.0, 102.0]
 

@@ -14,7 +14,7 @@ from specexp.config import Config, ConfigError, EngineConfig
 from specexp.context import Launch
 from specexp.engines import counters
 from specexp.engines.base import Command, Engine
-from specexp.engines.sglang import acceptance
+from specexp.engines.sglang import spec_counts as acceptance
 from specexp.engines.sglang.argcheck import check_argv
 from specexp.engines.sglang.versions import (
     PINNED_VERSION,

@@ -41,9 +41,10 @@ from specexp.configstore import run_id, to_config
 from specexp.console import console, invalid_config_exits
 from specexp.point.plan import flat_params
 from specexp.result import PointResult
-from specexp.sweep import folder, plan, resources, runner
+from specexp.sweep import folder, resources, runner
+from specexp.sweep import job_plan as plan
 from specexp.sweep.groups import Group, collect, form_groups, next_group, restart, so_far
-from specexp.sweep.plan import Job
+from specexp.sweep.job_plan import Job
 from specexp.sweep.recorder import SweepRecorder
 
 log = logging.getLogger("specexp")
