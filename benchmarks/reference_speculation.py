@@ -44,10 +44,10 @@ from specexp.depth_schedule import Schedule
 from specexp.models.tiny import ensure_tiny
 from specexp.reference.__main__ import DTYPES
 from specexp.reference.drafters import ModelDrafter
-from specexp.reference.engine import BatchEngine
 from specexp.reference.model import Llama
 from specexp.reference.prometheus import EngineMetrics
 from specexp.reference.request import RequestState
+from specexp.reference.scheduler import BatchEngine
 
 DRAFTERS = ("none", "tiny")
 
