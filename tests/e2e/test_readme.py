@@ -59,8 +59,15 @@ def test_a_docs_command_runs_as_a_dry_run(specexp_main, command: str) -> None:
     runs_as_a_dry_run(specexp_main, command)
 
 
+def from_the_repository(arg: str) -> str:
+    """``key=path`` with a repository path made absolute: a page's commands run from the repository's
+    root, the test in its own folder."""
+    key, eq, value = arg.partition("=")
+    return f"{key}={REPO / value}" if eq and "/" in value and (REPO / value).exists() else arg
+
+
 def runs_as_a_dry_run(specexp_main, command: str) -> None:
-    argv = shlex.split(command)[3:]
+    argv = [from_the_repository(a) for a in shlex.split(command)[3:]]
     run = specexp_main(*argv)
     assert run.proc.returncode == 0, (run.proc.stdout + run.proc.stderr)[-3000:]
     study = any(a.startswith("+sweep=tune_") for a in argv)  # Optuna plans as it goes: no plan up front
