@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from specexp import config, help
 from specexp.configstore import CONF_DIR
 from specexp.engines import ENGINES
+from specexp.metrics.docs import write_or_check
 
 DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "reference" / "config.md"
 
@@ -147,16 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python scripts/config_reference.py", description=__doc__)
     p.add_argument("--check", action="store_true", help="exit 1 when docs/reference/config.md is stale")
     args = p.parse_args(argv)
-    text = render()
-    if args.check:
-        if not DOC_PATH.exists() or DOC_PATH.read_text(encoding="utf-8") != text:
-            print(f"{DOC_PATH} is stale: run python scripts/config_reference.py", file=sys.stderr)
-            return 1
-        return 0
-    DOC_PATH.parent.mkdir(parents=True, exist_ok=True)
-    DOC_PATH.write_text(text, encoding="utf-8")
-    print(f"wrote {DOC_PATH}")
-    return 0
+    return write_or_check(DOC_PATH, render(), args.check, "python scripts/config_reference.py")
 
 
 if __name__ == "__main__":

@@ -184,16 +184,20 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m specexp.metrics.docs", description=__doc__)
     p.add_argument("--check", action="store_true", help="exit 1 when docs/METRICS.md differs from the registry")
     args = p.parse_args(argv)
-    text = render()
-    if args.check:
-        current = DOC_PATH.read_text(encoding="utf-8") if DOC_PATH.exists() else ""
-        if current != text:
-            print(f"{DOC_PATH} is stale: run python -m specexp.metrics.docs", file=sys.stderr)
+    return write_or_check(DOC_PATH, render(), args.check, "python -m specexp.metrics.docs")
+
+
+def write_or_check(path: Path, text: str, check: bool, regenerate: str) -> int:
+    """A generated page written, or (``check``) compared with ``text``: exit 1 naming ``regenerate``
+    when it is stale, as CI runs it (this page and docs/reference/config.md)."""
+    if check:
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            print(f"{path} is stale: run {regenerate}", file=sys.stderr)
             return 1
         return 0
-    DOC_PATH.parent.mkdir(parents=True, exist_ok=True)
-    DOC_PATH.write_text(text, encoding="utf-8")
-    print(f"wrote {DOC_PATH}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path}")
     return 0
 
 
