@@ -134,6 +134,18 @@ def js_number(value: float) -> str:
     return repr(value).removesuffix(".0")
 
 
+def wait_for_columns(driver, wanted: set[str], timeout: float = 30) -> list[str]:
+    """The runs table's drawn column ids once they hold ``wanted`` (the grid draws columns late)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        headers = driver.execute_script(
+            "return [...document.querySelectorAll('.ag-header-cell')].map(e => e.getAttribute('col-id'))"
+        )
+        if wanted <= set(headers) or time.monotonic() > deadline:
+            return headers
+        time.sleep(0.5)
+
+
 def table_rows(driver) -> dict[str, dict[str, str]]:
     """The runs table's rows by run name, each {column id: text}; a row's cells are split between
     the grid's pinned and scrolling parts, joined by their row index."""
@@ -161,22 +173,23 @@ def test_the_points_link_a_sweep_prints_shows_their_metrics_and_swept_values_as_
     printed = " ".join((sweep / "console.txt").read_text().split())
     link = re.search(r"its points, their metrics as columns: (http://127\.0\.0\.1:5000/\S+)", printed)
     assert link, printed[-2000:]  # on the port of the `mlflow ui` it prints (tracking.ui_port); ours is free
-    browser.set_window_size(2600, 1000)  # every column on screen: the grid draws only the visible ones
+    swept = {"params.`batch`", "params.`drafter.name`"}
+    # Every column on screen: the grid draws only the visible ones, so headers and rows are both read
+    # at this width (read after the window shrinks back, the grid had already dropped the params).
+    browser.set_window_size(2600, 1000)
     try:
         browser.get(link.group(1).replace("http://127.0.0.1:5000", mlflow_url))
         page = wait_for_text(browser, *(p.info.run_name for p in points), "output_throughput", "6 matching runs")
+        headers = wait_for_columns(browser, swept)
         screenshot(browser, "points-view", tmp_path)
         rows = table_rows(browser)
     finally:
         browser.set_window_size(1600, 1000)
     assert "6 matching runs" in page, page[:3000]  # the points, each a row of its own: not the parent
     assert set(rows) == {p.info.run_name for p in points}, (rows.keys(), page[:3000])
-    headers = browser.execute_script(
-        "return [...document.querySelectorAll('.ag-header-cell')].map(e => e.getAttribute('col-id'))"
-    )
     for key in ("output_throughput", "decode_speed", "speedup", "accept_length", "ttft_ms_p50", "tpot_ms_p50"):
         assert f"metrics.`{key}`" in headers, (key, headers)
-    assert {"params.`batch`", "params.`drafter.name`"} <= set(headers), headers  # the swept keys
+    assert swept <= set(headers), headers  # the swept keys
     for p in points:
         row = rows[p.info.run_name]
         assert row["params.`batch`"] == p.data.params["batch"]  # exactly the value the point ran at
