@@ -11,7 +11,7 @@ from specexp.config import MeasureConfig
 from specexp.metrics.joint_stop import OWN, SPEEDUP, Alone, JointStop, Stopped, stopping
 from specexp.metrics.sequential import alpha_at, widen
 from specexp.metrics.stats import arm_ratio
-from specexp.metrics.window_results import aggregate
+from specexp.metrics.window_results import aggregate, speedups_precise
 from specexp.report.analysis import apply
 from specexp.result import PointResult
 from specexp.sweep.turns import side_by_side
@@ -79,6 +79,8 @@ def test_the_baseline_goes_on_while_any_speculative_arm_does() -> None:
     """One speculative arm is precise at the first look, the other (its own noise 5%) is not: every arm,
     the precise one and the baseline included, goes on to the look where both are."""
     tputs = paired(20, [1.5, 1.2], noise=[0.003, 0.003, 0.05], drift=0.1)
+    base, precise, noisy = (windows(t[:6]) for t in tputs)
+    assert speedups_precise(base, [precise], MEASURE) and not speedups_precise(base, [noisy], MEASURE)
     joint = JointStop(3)
     n = rounds(joint, tputs)
     assert n[0] == n[1] == n[2] == joint.until > 6
