@@ -161,9 +161,11 @@ class MeasureConfig:
     # has pairs - 1 degrees of freedom (t = 2.36 at 7, 4.30 at 2), and partners a short window apart
     # share more of the machine's state (docs/METRICS.md).
     windows: int = 8
-    # Precision target: more windows until output_throughput's half-width / mean <= rel_ci, checked only
-    # at pre-declared looks (windows, then 1.5x each, up to max_windows), each interval at its look's share
-    # of the 5% (O'Brien-Fleming spending: specexp.metrics.sequential), so that stopping early keeps 95%.
+    # Precision target: more windows until the half-width / value <= rel_ci, checked only at pre-declared
+    # looks (windows, then 1.5x each, up to max_windows), each interval at its look's share of the 5%
+    # (O'Brien-Fleming spending: specexp.metrics.sequential), so that stopping early keeps 95%. Arms taking
+    # turns with a baseline (drafter=none) stop together once every speedup is that precise; otherwise a
+    # point stops on its own output_throughput (specexp.metrics.joint_stop; tag specexp.stopped_on).
     rel_ci: float | None = None
     max_windows: int = 24  # the most measured windows per point
     max_s: float | None = None  # the most seconds of windows per point; None: no limit

@@ -56,8 +56,14 @@ in the job's output folder, written before anything is sent to MLflow.
   many each look, up to `measure.max_windows`); each look spends a share of the 5% (Lan-DeMets'
   O'Brien-Fleming spending, Bonferroni across looks), and a point that stopped there reports every
   interval, and its speedups, at that share's level: stopping early keeps 95%
-  (benchmarks/sequential_coverage.py). The verdict says the smallest speedup difference each point's
-  windows could detect at 80% power, at the spread they showed.
+  (benchmarks/sequential_coverage.py). Its target is the speedup where arms take turns at a load
+  with a baseline: all arms stop together at the first look where every speculative arm's paired
+  speedup (One speedup, below) is within ± `measure.rel_ci` at that look's level, the baseline
+  measuring while any speculative arm does; elsewhere (no baseline among the arms, arms one after
+  the other, a single point) a point stops on its own `output_throughput`. The tag
+  `specexp.stopped_on` says which (`speedup`, `output_throughput`, or `windows` without a target).
+  The verdict says the smallest speedup difference each point's windows could detect at 80% power,
+  at the spread they showed.
   Every output prints an interval as `[lo, hi]` and says once how it was made.
 - A speculative point's ratios to its baseline (`speedup`, ...) are one estimand, said below (One
   speedup); verdict classes and break-even bounds are read from the same draws of every point's

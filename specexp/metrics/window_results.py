@@ -15,9 +15,19 @@ from specexp.config import MeasureConfig
 from specexp.metrics import sequential
 from specexp.metrics.registry import lookup
 from specexp.metrics.requests import pooled_throughput
-from specexp.metrics.stats import Estimate, estimate, fraction, interval_keys, positive, proportion, ratio_of_sums
+from specexp.metrics.stats import (
+    Estimate,
+    Sums,
+    arm_ratio,
+    estimate,
+    fraction,
+    interval_keys,
+    positive,
+    proportion,
+    ratio_of_sums,
+)
 
-TREND_KEY = "output_throughput"  # the window metric precision is judged on
+TREND_KEY = "output_throughput"  # the window metric precision is judged on (its speedup, where arms take turns)
 # Per-window bookkeeping (each window's start and end, epoch seconds): kept in the windows, not a metric.
 WINDOW_TIMES = ("window_start", "window_end")
 RATES = ("goodput",)  # non-negative rates: intervals on the log scale (stats.positive)
@@ -52,7 +62,9 @@ def window_estimate(key: str, values: Sequence[float]) -> Estimate:
 def enough(values: Sequence[float], measure: MeasureConfig) -> bool:
     """Whether the windows so far are ``measure.windows`` (and, with ``measure.rel_ci``, whether at one of
     the pre-declared looks their interval, made at that look's share of the 5%, is that precise:
-    specexp.metrics.sequential)."""
+    specexp.metrics.sequential). A point's own rule, on its own output throughput: arms taking turns
+    with a baseline stop together on their speedups instead (``speedups_precise``,
+    specexp.metrics.joint_stop)."""
     if len(values) < measure.windows:
         return False
     if measure.rel_ci is None:
@@ -66,6 +78,54 @@ def more_windows(values: Sequence[float], measure: MeasureConfig, elapsed_s: flo
     if len(values) >= measure.max_windows or (measure.max_s is not None and elapsed_s >= measure.max_s):
         return False
     return not enough(values, measure)
+
+
+# The one estimand of every ratio (docs/METRICS.md, "One speedup"): each arm's windows pooled, Σ metric ·
+# weight / Σ weight (for output throughput: its output tokens over its window seconds), A's over B's.
+WEIGHTS = {
+    "output_throughput": "window_s",
+    "decode_speed": "decode_s",
+    "goodput": "window_s",
+    "ttft_ms_mean": "requests_ok",
+    "tpot_ms_mean": "requests_ok",
+}
+
+
+def window_sums(windows: Sequence[dict[str, float]], metric: str) -> Sums | None:
+    """Each window's numerator (metric × weight: its output tokens) and denominator (WEIGHTS: its
+    seconds); a window without the metric counts for nothing (0, 0). None when a window has the metric
+    without its weight (recorded before weights were) or no window has it."""
+    weight = WEIGHTS[metric]
+    nums, dens = [], []
+    for w in windows:
+        value, size = w.get(metric), w.get(weight)
+        if value is not None and size is None:
+            return None
+        ok = value is not None and size is not None and size > 0
+        nums.append(float(value) * float(size) if ok else 0.0)  # type: ignore[arg-type]
+        dens.append(float(size) if ok else 0.0)  # type: ignore[arg-type]
+    return (nums, dens) if sum(dens) > 0 else None
+
+
+def speedups_precise(
+    base: Sequence[dict[str, float]], arms: Sequence[Sequence[dict[str, float]]], measure: MeasureConfig
+) -> bool:
+    """Whether arms whose windows took turns with the baseline's (``base``: n windows, each arm at
+    least as many) may stop at n: n is a look, and every arm's speedup over the n window pairs (the
+    one estimand, stats.arm_ratio, paired), made at that look's level, is within ± ``measure.rel_ci``
+    (sequential.stop). An arm without its sums (no tokens) is not precise."""
+    n = len(base)
+    b = window_sums(base, TREND_KEY)
+    if measure.rel_ci is None or b is None:
+        return False
+    for windows in arms:
+        a = window_sums(windows[:n], TREND_KEY)
+        if a is None or len(a[0]) != n:
+            return False
+        est = arm_ratio(a, b, paired=True)
+        if not sequential.stop(est, n, measure.windows, measure.max_windows, measure.rel_ci):
+            return False
+    return True
 
 
 def saturated(point: dict[str, float]) -> dict[str, float]:

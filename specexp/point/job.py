@@ -19,6 +19,7 @@ from specexp import atomic, live, redaction, signals
 from specexp.config import Config, ConfigError
 from specexp.console import fmt
 from specexp.context import RunContext
+from specexp.metrics.joint_stop import stopping
 from specexp.metrics.window_results import aggregate
 from specexp.point.plan import ServerPlan, describe, ensure_models, new_result, preflight, run_name, warn_synthetic
 from specexp.point.record import RESULTS, save, save_config, save_server, save_traceback
@@ -120,7 +121,9 @@ def _measure(
     stream = f"{run.sweep_id or job_dir.name}/{job_num}"
     window = functools.partial(in_turn, turn, functools.partial(measured_window, cfg, run, result, point.span))
     got = point.collected
-    asyncio.run(measure_windows(cfg, run, plan.engine, served.srv, stream, got.windows, got.received, window))
+    rule = stopping(turn, cfg.measure, baseline=not cfg.drafter.speculative)
+    asyncio.run(measure_windows(cfg, run, plan.engine, served.srv, stream, got.windows, got.received, window, rule))
+    result.tags["specexp.stopped_on"] = rule.stopped_on  # its own throughput, or its arms' speedups
     fold(cfg, result, got, launched=plan.command is not None)
     if result.metrics.get("requests_ok", 0) == 0:
         records = got.records

@@ -26,7 +26,8 @@ from specexp.metrics import requests, slo, traffic
 from specexp.metrics import server as server_metrics
 from specexp.metrics.acceptance import acceptance_metrics
 from specexp.metrics.categories import category_metrics
-from specexp.metrics.window_results import TREND_KEY, aggregate, more_windows
+from specexp.metrics.joint_stop import Alone, Stopped, Stopping
+from specexp.metrics.window_results import aggregate
 from specexp.point.plan import load_label
 from specexp.point.watch import ServerLost, watched
 from specexp.records import RequestRecord
@@ -90,11 +91,14 @@ async def measure_windows(
     windows: list[Window],
     received: list[RequestRecord],
     window: Callable[[], AbstractContextManager[None]] = nullcontext,
+    stopping: Stopping | None = None,
 ) -> None:
     """Warm-up (``workload.warmup`` requests, then ``measure.warmup_windows`` discarded windows), then
-    consecutive windows until enough (specexp.metrics.window_results), each inside
-    ``window``: counters, the measured requests on fresh prompts (closed or open loop), counters, and
-    the host's noise context. Windows are appended as they finish, and each record of the window in
+    consecutive windows until ``stopping`` says enough (default: the point alone, on its own output
+    throughput; arms taking turns stop together on their speedups: specexp.metrics.joint_stop), each
+    inside ``window`` (which raises Stopped where the arms stopped while this one waited for its go):
+    counters, the measured requests on fresh prompts (closed or open loop), counters, and the host's
+    noise context. Windows are appended as they finish, and each record of the window in
     progress joins ``received`` as it finishes, so a point cut short by the server's death keeps
     everything it got."""
     w = cfg.workload
@@ -107,12 +111,16 @@ async def measure_windows(
         # is kept in records.jsonl (marked warmup) with the first window's, in no metric
         warmed = await _warm_up(session, received.append)
         start = time.monotonic()
-        while more_windows([m.metrics.get(TREND_KEY, 0.0) for m in windows], cfg.measure, time.monotonic() - start):
+        rule = stopping or Alone(cfg.measure)
+        while rule.more([m.metrics for m in windows], time.monotonic() - start):
             index = len(windows)
             seed = (cfg.load.seed, run.repeat, index)
             items = window_items(cfg, f"{stream}/window{index}", seed, tokenizer=run.length_tokenizer)
-            with window():
-                records, before, after, context = await _one_window(session, items, index, received)
+            try:
+                with window():
+                    records, before, after, context = await _one_window(session, items, index, received)
+            except Stopped:
+                return
             for record in records:
                 record.window = index
             received.clear()  # this window's records now live in its Window

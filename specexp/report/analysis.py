@@ -26,7 +26,6 @@ from specexp.config import SloConfig
 from specexp.metrics import sequential
 from specexp.metrics.stats import (
     Estimate,
-    Sums,
     arm_ratio,
     combine,
     from_bounds,
@@ -35,7 +34,7 @@ from specexp.metrics.stats import (
     proportion,
     ratio,
 )
-from specexp.metrics.window_results import scale_of
+from specexp.metrics.window_results import WEIGHTS, scale_of, window_sums
 from specexp.report.contention import client_bound, host_load
 from specexp.report.crossing import (
     breaks_trend,
@@ -148,33 +147,6 @@ def alternated(a: Sequence[dict[str, float]], b: Sequence[dict[str, float]]) -> 
             break
         pairs += 1
     return pairs
-
-
-# The one estimand of every ratio (docs/METRICS.md, "One speedup"): each arm's windows pooled, Σ metric ·
-# weight / Σ weight (for output throughput: its output tokens over its window seconds), A's over B's.
-WEIGHTS = {
-    "output_throughput": "window_s",
-    "decode_speed": "decode_s",
-    "goodput": "window_s",
-    "ttft_ms_mean": "requests_ok",
-    "tpot_ms_mean": "requests_ok",
-}
-
-
-def window_sums(windows: Sequence[dict[str, float]], metric: str) -> Sums | None:
-    """Each window's numerator (metric × weight: its output tokens) and denominator (WEIGHTS: its
-    seconds); a window without the metric counts for nothing (0, 0). None when a window has the metric
-    without its weight (recorded before weights were) or no window has it."""
-    weight = WEIGHTS[metric]
-    nums, dens = [], []
-    for w in windows:
-        value, size = w.get(metric), w.get(weight)
-        if value is not None and size is None:
-            return None
-        ok = value is not None and size is not None and size > 0
-        nums.append(float(value) * float(size) if ok else 0.0)  # type: ignore[arg-type]
-        dens.append(float(size) if ok else 0.0)  # type: ignore[arg-type]
-    return (nums, dens) if sum(dens) > 0 else None
 
 
 def _recorded(row: PointResult, key: str, paired: bool) -> Estimate | None:

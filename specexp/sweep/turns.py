@@ -11,18 +11,22 @@ is the arms' starts, so that window 0 of each lies beside the other's as every l
 opens the next), so that in window i's pair the arm that goes first alternates with i: a drift
 that is linear in time puts +b on half the pairs' log ratios and -b on the others, and cancels in
 their mean (an ABBA design) instead of biasing every pair the same way. An arm that ends (done or
-failed) leaves the rotation; the others go on without it.
+failed) leaves the rotation; the others go on without it. With ``measure.rel_ci`` the arms stop
+together, at the first look where every speculative arm's speedup over the baseline is that precise
+(specexp.metrics.joint_stop): an arm whose go comes after they stopped leaves without its window.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
 from specexp import signals
+from specexp.metrics.joint_stop import ArmTurn, JointStop
 
 T = TypeVar("T")
 
@@ -142,7 +146,8 @@ def side_by_side(
     work: Sequence[Callable[[Callable[[], object]], T]], on_interrupt: Callable[[], None]
 ) -> list[T | BaseException]:
     """Run each ``work(turn)`` in a thread of its own, one at a time, ``turn()`` entered around each of
-    its measured windows; what each returned or raised, in order. An interrupt of this (the main)
+    its measured windows (an ArmTurn: it also carries the arms' joint stop, which each arm leaves as it
+    ends); what each returned or raised, in order. An interrupt of this (the main)
     thread reaches the arms: the one holding the machine gets Interrupted raised in it (unless it is
     past its last window, recording its point: that is let finish), arms waiting for a go raise it
     themselves, and each records its point; then ``on_interrupt`` (stopping the servers) ends
@@ -152,13 +157,17 @@ def side_by_side(
     leave the thread marked as stopped while it runs (CPython 3.11), and the interrupt would then
     go on up while an arm still writes its results."""
     turns = Turns(len(work))
+    joint = JointStop(len(work))
     outcomes: list[T | BaseException] = [Interrupted("never started")] * len(work)
     ended = [threading.Event() for _ in work]
 
     def run(i: int) -> None:
         try:
             with turns.arm(i):
-                outcomes[i] = work[i](lambda: turns.window(i))
+                try:
+                    outcomes[i] = work[i](ArmTurn(functools.partial(turns.window, i), joint, i))
+                finally:  # before the next arm's go: a look may be complete without this arm
+                    joint.leave(i)
         except BaseException as exc:  # handed to the main thread
             outcomes[i] = exc
         finally:
