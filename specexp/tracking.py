@@ -90,6 +90,33 @@ def git_sha() -> str:
         return "unknown"
 
 
+def hardware() -> str:
+    """The machine a point ran on, as one string a stored result can be matched by (specexp.report.
+    required_lookup): the CPU's model and core count, and the GPUs this process may use."""
+    return _hardware(os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+@functools.cache
+def _hardware(visible: str | None) -> str:
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError):
+        names = re.findall(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE)
+        cpu = names[0].strip() if names else cpu
+    gpus: list[str] = []
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,uuid,name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        listed = [[f.strip() for f in line.split(",", 2)] for line in out.stdout.splitlines() if line.count(",") >= 2]
+        chosen = None if visible is None else {v.strip() for v in visible.split(",")}
+        gpus = [name for index, uuid, name in listed if chosen is None or chosen & {index, uuid}]
+    counted = ", ".join(f"{gpus.count(n)}x {n}" for n in sorted(set(gpus))) or "no GPU"
+    return f"{cpu} ({os.cpu_count()} cores); {counted}"
+
+
 _opened: set[str] = set()  # store URIs this process has opened (and so created) already
 
 

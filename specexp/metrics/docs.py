@@ -122,8 +122,9 @@ plain OpenAI endpoint cannot give is named in the tag `specexp.unavailable`.
 ## Tags every run carries
 `specexp.sweep_id` (shared by the jobs of one multirun), `specexp.server_key` (a hash of every setting
 that changes the server process), `specexp.server_reused`, `specexp.status` (`ok` / `failed`),
-`specexp.engine_version`, `specexp.git_sha`. Params: the flattened resolved config (`engine.name`,
-`drafter.name`, `batch`, …).
+`specexp.engine_version`, `specexp.git_sha`, `specexp.hardware` (the CPU model and cores, the GPUs the
+server may use: what a stored required-acceptance map is matched by). Params: the flattened resolved
+config (`engine.name`, `drafter.name`, `batch`, …).
 
 ## Sweep level
 A speculative point's baseline is the point of the same sweep that differs only in having

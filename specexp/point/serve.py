@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 
-from specexp import live, servers
+from specexp import live, servers, tracking
 from specexp.config import Config
 from specexp.context import Launch, RunContext
 from specexp.engines.base import Command, Engine
@@ -90,6 +90,7 @@ def serve(cfg: Config, run: RunContext, plan: ServerPlan, planned: ServerLog) ->
         "specexp.server_reused": str(reused).lower(),
         "specexp.engine_version": srv.version,
         "specexp.host_cpus": str(os.cpu_count()),
+        "specexp.hardware": tracking.hardware(),  # what a stored required-acceptance map is matched by
         **engine.tags(cfg),
     }
     return served

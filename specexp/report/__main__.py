@@ -16,6 +16,7 @@ from specexp.report.fetch import LATEST, Sweep, SweepNotFound, fetch_sweep, fold
 from specexp.report.markdown import map_markdown, sweep_report
 from specexp.report.plots import make_plots
 from specexp.report.required import write as required_acceptance
+from specexp.report.required_lookup import lines as needed_by_losers
 from specexp.report.study import DEPTH_PLOT, best_per_batch, depth_plot
 from specexp.report.summary import summary_rows, write_csv
 from specexp.report.verdict import verdicts
@@ -65,7 +66,7 @@ def report(sweep: Sweep, out: Path, plots: bool) -> str:
     out.mkdir(parents=True, exist_ok=True)
     if rows:
         write_csv(out / "summary.csv", summary_rows(rows, sweep.settings))
-    words = verdicts(rows, analysis)
+    words = [*verdicts(rows, analysis), *needed_by_losers(rows)]  # a stored map: what a losing drafter needs
     if sweep.kind == "study":  # a study's answer is its best settings, not a crossover
         objective = sweep.params.get("study.objective", "output_throughput").split("@")[0]
         maximize = sweep.params.get("study.direction", "maximize").startswith("maximize")

@@ -8,59 +8,113 @@ from every point's sampling distribution (crossing.crossing_bounds over the firs
 verdict's break-even). α* beyond the largest α measured is +inf (no drafter pays at that batch and
 depth); below the smallest, -inf (even that one pays). Real drafters (a speculative arm without
 synthetic acceptance, in this sweep or in the rows given with it) are placed on the map by their
-measured acceptance length.
+measured acceptance length, overall and per prompt category where the points have categories. Beside
+the CSV, required_acceptance.json says what the map is valid for (engine, model, hardware): an
+ordinary sweep's verdict looks it up there (specexp.report.required_lookup).
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import math
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
+from specexp import atomic
 from specexp.metrics.stats import DRAWS, Estimate
 from specexp.report.analysis import used_ratios
+from specexp.report.category_speedups import category_rows
 from specexp.report.crossing import crossing_bounds, crossings
 from specexp.result import PointResult
 
 SYNTHETIC_TAG = "specexp.synthetic_acceptance"  # the rates a point accepted by (specexp.engines.synthetic)
+HARDWARE_TAG = "specexp.hardware"  # the machine a point ran on (specexp.tracking.hardware)
 CSV = "required_acceptance.csv"
+VALIDITY = "required_acceptance.json"  # what the map is valid for: its Setting, sweep, date and depths
 FIGURE = "required_acceptance.png"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a map holds for: the engine (with its device, where it has one), the model and the
+    machine; ``hardware`` None where a point did not record it (such a map matches nothing)."""
+
+    engine: str
+    model: str
+    hardware: str | None
+
+    def words(self) -> str:
+        return f"{self.engine}, model {self.model}, {self.hardware or 'unrecorded hardware'}"
+
+
+def setting_of(row: PointResult) -> Setting:
+    device = row.params.get("engine.device")
+    return Setting(f"{row.engine} on {device}" if device else row.engine, row.model, row.tags.get(HARDWARE_TAG))
 
 
 @dataclass
 class Required:
-    """α*(batch, depth) and its 95% interval; ``points``: α -> the speedup measured there."""
+    """α*(batch, depth) and its 95% interval; ``bottom``, ``top``: the least and most α measured;
+    ``points``: α -> the speedup measured there (empty for a map read back from its CSV)."""
 
     batch: int
     depth: int
     alpha_star: float
     lo: float
     hi: float
-    points: dict[float, Estimate]
+    bottom: float
+    top: float
+    points: dict[float, Estimate] = field(default_factory=dict)
 
     def words(self) -> str:
         if self.alpha_star == math.inf:
-            return f"never pays up to α {max(self.points):.2f}"
+            return f"never pays up to α {self.top:.2f}"
         if self.alpha_star == -math.inf:
-            return f"pays from α {min(self.points):.2f} on"
+            return f"pays from α {self.bottom:.2f} on"
         return f"needs α* {self.alpha_star:.2f} [{_bound(self.lo)}, {_bound(self.hi)}]"
 
 
 @dataclass
 class Placed:
-    """A real drafter at one batch: its measured acceptance length and speedup."""
+    """A real drafter at one batch (in one prompt category, where ``category`` is set): its measured
+    acceptance length and speedup (a category's has no interval)."""
 
     drafter: str
     batch: int
     depth: int
     alpha: float
-    speedup: float | None
+    speedup: Estimate | None
+    setting: Setting
+    category: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.drafter} ({self.category})" if self.category else self.drafter
+
+    def judged(self, req: Required) -> str:
+        """Whether its α is enough at ``req``; "cannot tell" where α lies inside α*'s interval, or
+        where the speedup this sweep measured there says the opposite (a loss measured at an α above
+        α*, a gain below it): a contradiction stated, not hidden."""
+        above = self.alpha >= req.alpha_star
+        s = self.speedup
+        if s is not None and s.known and (s.hi < 1 if above else s.lo > 1):
+            what = "a loss above α*" if above else "a gain below α*"
+            return f"cannot tell: it measured {what}, speedup {speedup_words(s)}"
+        if req.lo <= self.alpha <= req.hi:
+            return "cannot tell: inside α*'s interval"
+        return "enough" if above else "short of it"
+
+
+def speedup_words(s: Estimate) -> str:
+    return f"{s.value:.2f} [{s.lo:.2f}, {s.hi:.2f}]" if s.known else f"{s.value:.2f}"
 
 
 def _bound(x: float) -> str:
@@ -106,33 +160,38 @@ def break_even_alpha(points: dict[float, Estimate], draws: int = DRAWS) -> tuple
 def required(rows: Sequence[PointResult]) -> list[Required]:
     """α*(B, K) at every (batch, depth) measured at two or more acceptance lengths."""
     return [
-        Required(b, k, *break_even_alpha(points), points)
+        Required(b, k, *break_even_alpha(points), min(points), max(points), points)
         for (b, k), points in surface(rows).items()
         if len(points) >= 2
     ]
 
 
 def placed(rows: Sequence[PointResult]) -> list[Placed]:
-    """Every real drafter's point (speculative, not synthetic) with a measured acceptance length."""
+    """Every real drafter's point (speculative, not synthetic) with a measured acceptance length, then
+    its prompt categories' (``accept_length.<category>``) where it has them."""
     speedups = used_ratios(rows)
     out = []
     for i, r in enumerate(rows):
         if r.ok and r.speculative and alpha_of(r) is None and "accept_length" in r.metrics:
             speedup = speedups.get(i, {}).get("speedup")
-            out.append(Placed(r.drafter, r.batch, depth_of(r), r.metrics["accept_length"], speedup and speedup.value))
+            out.append(Placed(r.drafter, r.batch, depth_of(r), r.metrics["accept_length"], speedup, setting_of(r)))
+    for c in category_rows([r for r in rows if alpha_of(r) is None]):
+        if c.accept_length is not None and "accept_length" in c.point.metrics:
+            r, speedup = c.point, None if c.speedup is None else Estimate(c.speedup)
+            out.append(Placed(r.drafter, r.batch, depth_of(r), c.accept_length, speedup, setting_of(r), c.category))
     return out
 
 
 def table(found: Sequence[Required], real: Sequence[Placed]) -> list[str]:
-    """``at batch B (depth K): needs α* a [lo, hi]; tiny has α 2.31 (pays)``, one line per batch and
-    depth; then, per batch measured at several depths, the depth that needs the least."""
+    """``at batch B (depth K): needs α* a [lo, hi]; tiny has α 2.31 (enough); tiny (code) has α 1.90
+    (short of it)``, one line per batch and depth; then, per batch measured at several depths, the
+    depth that needs the least."""
     lines = []
     for req in found:
         line = f"at batch {req.batch} (depth {req.depth}): {req.words()}"
         for p in real:
             if (p.batch, p.depth) == (req.batch, req.depth):
-                short = p.alpha < req.alpha_star
-                line += f"; {p.drafter} has α {p.alpha:.2f}" + (" (short of it)" if short else " (enough)")
+                line += f"; {p.name} has α {p.alpha:.2f} ({p.judged(req)})"
         lines.append(line)
     by_batch: dict[int, list[Required]] = {}
     for req in found:
@@ -147,15 +206,50 @@ def table(found: Sequence[Required], real: Sequence[Placed]) -> list[str]:
 def write_csv(found: Sequence[Required], path: Path) -> Path:
     with path.open("w", newline="") as f:
         out = csv.writer(f)
-        out.writerow(["batch", "depth", "alpha_star", "lo", "hi"])
+        out.writerow(["batch", "depth", "alpha_star", "lo", "hi", "alpha_min", "alpha_max"])
         for r in found:
-            out.writerow([r.batch, r.depth, r.alpha_star, r.lo, r.hi])
+            out.writerow([r.batch, r.depth, r.alpha_star, r.lo, r.hi, r.bottom, r.top])
+    return path
+
+
+def read_csv(path: Path) -> list[Required]:
+    """A map as ``write_csv`` stored it (without its points)."""
+    with path.open(newline="") as f:
+        return [
+            Required(
+                int(r["batch"]),
+                int(r["depth"]),
+                *(float(r[k]) for k in ("alpha_star", "lo", "hi")),
+                float(r["alpha_min"]),
+                float(r["alpha_max"]),
+            )
+            for r in csv.DictReader(f)
+        ]
+
+
+def write_validity(rows: Sequence[PointResult], found: Sequence[Required], folder: Path) -> Path | None:
+    """required_acceptance.json: the one Setting the synthetic points share, the sweep and when; None
+    (and an older record removed) where they share none: such a map is valid for nothing."""
+    settings = {setting_of(r) for r in rows if r.ok and alpha_of(r) is not None}
+    path = folder / VALIDITY
+    if len(settings) != 1:
+        path.unlink(missing_ok=True)
+        return None
+    sweep = next((r.tags["specexp.sweep_id"] for r in rows if r.tags.get("specexp.sweep_id")), folder.name)
+    record = {
+        **asdict(settings.pop()),
+        "sweep_id": sweep,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "depths": sorted({r.depth for r in found}),
+    }
+    atomic.write_text(path, json.dumps(record, indent=2))
     return path
 
 
 def draw(found: Sequence[Required], real: Sequence[Placed], path: Path) -> Path | None:
     """The heat map (one panel per depth): speedup over batch (log2) x α, the α* line where it equals 1
-    with its 95% band, the measured points as dots, each real drafter as a labelled star."""
+    with its 95% band, the measured points as dots, each real drafter as a labelled star and its prompt
+    categories as markers of their own."""
     depths = sorted({r.depth for r in found})
     if not depths:
         return None
@@ -183,9 +277,7 @@ def draw(found: Sequence[Required], real: Sequence[Placed], path: Path) -> Path 
             top, bottom = alphas[-1], alphas[0]
             ax.fill_between(b, np.clip(lo, bottom, top), np.clip(hi, bottom, top), color="black", alpha=0.12)
             ax.plot(b, star, color="black", linewidth=2, marker="D", label="α* (speedup 1), 95% band")
-        for p in (p for p in real if p.depth == depth):
-            ax.scatter([p.batch], [p.alpha], marker="*", s=160, color="gold", edgecolor="black", zorder=4)
-            ax.annotate(p.drafter, (p.batch, p.alpha), xytext=(5, 5), textcoords="offset points", fontsize=8)
+        _place(ax, [p for p in real if p.depth == depth])
         ax.set_xscale("log", base=2)
         ax.set_xticks(batches, labels=[str(b) for b in batches])
         ax.set_xlim(batches[0] / 1.15, batches[-1] * 1.15)
@@ -193,11 +285,38 @@ def draw(found: Sequence[Required], real: Sequence[Placed], path: Path) -> Path 
         ax.set_xlabel("batch (closed-loop streams)")
         ax.set_ylabel("acceptance length α (tokens per step)")
         ax.set_title(f"depth {depth}: speedup over batch and acceptance length (stars: real drafters)")
-        if shown:
+        if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="upper left", fontsize=8, framealpha=0.8)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     return path
+
+
+CATEGORY_MARKERS = "o^sDvP<>X"
+
+
+def _place(ax: Axes, real: Sequence[Placed]) -> None:
+    """Each real drafter as a labelled star at its α; each prompt category as a marker of its own (in
+    the legend), beside its drafter's star."""
+    categories = sorted({p.category for p in real if p.category})
+    labelled: set[str] = set()
+    for p in real:
+        if p.category is None:
+            ax.scatter([p.batch], [p.alpha], marker="*", s=160, color="gold", edgecolor="black", zorder=4)
+            ax.annotate(p.drafter, (p.batch, p.alpha), xytext=(5, 5), textcoords="offset points", fontsize=8)
+            continue
+        n = categories.index(p.category)
+        ax.scatter(
+            [p.batch * 1.04],  # beside the star, not under it
+            [p.alpha],
+            marker=CATEGORY_MARKERS[n % len(CATEGORY_MARKERS)],
+            s=50,
+            color=f"C{n % 10}",
+            edgecolor="black",
+            zorder=4,
+            label=None if p.category in labelled else f"prompt category {p.category}",
+        )
+        labelled.add(p.category)
 
 
 def write(rows: Sequence[PointResult], folder: Path, plots: bool = True) -> tuple[list[Path], list[str]]:
@@ -208,7 +327,7 @@ def write(rows: Sequence[PointResult], folder: Path, plots: bool = True) -> tupl
         return [], []
     real = placed(rows)
     folder.mkdir(parents=True, exist_ok=True)
-    files = [write_csv(found, folder / CSV)]
+    files = [write_csv(found, folder / CSV), *filter(None, [write_validity(rows, found, folder)])]
     figure = draw(found, real, folder / FIGURE) if plots else None
     return [*files, *([figure] if figure else [])], table(found, real)
 
@@ -220,18 +339,3 @@ def add_to(
     metrics, files, answer = summary
     more_files, lines = write(rows, sweep_dir)
     return metrics, [*files, *more_files], [*answer, *lines]
-
-
-def would_need(found: Sequence[Required], rows: Sequence[PointResult]) -> list[str]:
-    """For an ordinary sweep's verdict, given a map (``required(map_rows)``) measured on the same engine,
-    model and hardware: at each batch where a real drafter of ``rows`` loses (speedup below 1), the
-    acceptance length it has and the one it would need there."""
-    at = {(r.batch, r.depth): r for r in found}
-    lines = []
-    for p in placed(rows):
-        req = at.get((p.batch, p.depth))
-        if req is not None and p.speedup is not None and p.speedup < 1:
-            lines.append(
-                f"at batch {p.batch} {p.drafter} has α {p.alpha:.2f} and loses; it {req.words()} (depth {p.depth})"
-            )
-    return lines

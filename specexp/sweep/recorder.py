@@ -190,6 +190,9 @@ class SweepRecorder:
         with self._writing():  # a changing load's phases, regret and timeline (specexp.report.changing_load)
             phased, phase_words = changing_load.write(self.sweep_dir, rows)
             answer = [*answer, *phase_words]
+        from specexp.report import required_lookup  # what a losing drafter would need: a stored map
+
+        answer = [*answer, *required_lookup.lines(rows, self.outputs)]
         speedups, cross, words = self._write(rows, answer)
         from specexp.report.plots import make_plots  # plotly and matplotlib: only when a sweep ends
 

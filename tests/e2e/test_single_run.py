@@ -34,6 +34,7 @@ TAGS = [
     "specexp.engine_version",
     "specexp.git_sha",
     "specexp.token_source",
+    "specexp.hardware",
 ]
 
 

@@ -118,3 +118,23 @@ def test_a_sweeps_view_selects_its_points_with_their_metrics_as_columns(tmp_path
     )
     remote = TrackingConfig(uri="http://mlflow.lab:8080/")
     assert tracking.ui_url(remote, exp_id, view=view).startswith("http://mlflow.lab:8080/#/experiments/")
+
+
+def test_the_hardware_names_the_cpu_and_the_gpus_this_process_may_use(tmp_path, monkeypatch) -> None:
+    smi = tmp_path / "nvidia-smi"  # what nvidia-smi lists: every GPU of the node, whatever is visible
+    smi.write_text(
+        "#!/bin/sh\necho '0, GPU-aaa, NVIDIA H200'\necho '1, GPU-bbb, NVIDIA H200'\necho '2, GPU-ccc, NVIDIA L4'\n"
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    tracking._hardware.cache_clear()  # asked once per process: not with this PATH
+    seen = {}
+    for visible in (None, "1,GPU-ccc", ""):
+        if visible is None:
+            monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        else:
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        seen[visible] = tracking.hardware().split("; ")[1]
+    assert seen == {None: "2x NVIDIA H200, 1x NVIDIA L4", "1,GPU-ccc": "1x NVIDIA H200, 1x NVIDIA L4", "": "no GPU"}
+    assert tracking.hardware().split("; ")[0].endswith(" cores)")
+    tracking._hardware.cache_clear()
