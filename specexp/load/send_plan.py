@@ -1,7 +1,8 @@
 """What a measured window sends and when: the workload's items at a constant rate (or in a closed
 loop), one item per arrival of a changing rate (``load.profile``), or a trace's requests with their
-own lengths (``load.path``). Seeded by (load.seed, repeat, window), so every arm of a sweep sends the
-same items at the same times, and its phases line up across arms."""
+own lengths (``load.path``): random ids, or a dataset's prompts cut to them. Seeded by (load.seed,
+repeat, window), so every arm of a sweep sends the same items at the same times, and its phases line
+up across arms."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from specexp.config import Config, ConfigError, LoadConfig, WorkloadConfig
+from specexp.config import Config, LoadConfig, WorkloadConfig
 from specexp.config.trace_file import TraceRequest
 from specexp.load.arrivals import arrival_times
 from specexp.load.conversation import Conversation
+from specexp.load.lengths import Context, check_fits
 from specexp.load.prompts import make_prompts, stream_seed
 from specexp.load.rate_profile import phase_edges, profile_arrivals
+from specexp.load.trace_prompts import dataset_trace_items
 
 
 def arrivals(load: LoadConfig, n: int, seed: Sequence[int]) -> list[float]:
@@ -33,38 +36,44 @@ def window_items(cfg: Config, stream: str, seed: Sequence[int], tokenizer: str |
     (specexp.load.prompts)."""
     load, w = cfg.load, cfg.workload
     if load.kind != "closed" and load.path is not None:
-        return trace_items(w, load.trace(), stream)
+        return trace_items(w, load.trace(), stream, cfg.model.tokenizer or cfg.model.path)
     if load.kind != "closed" and load.profile is not None:
         return make_prompts(w, len(arrivals(load, 0, seed)), stream, tokenizer=tokenizer)
     return make_prompts(w, w.measured(cfg.streams), stream, tokenizer=tokenizer)
 
 
-def check_trace(load_path: str | None, workload: WorkloadConfig) -> None:
-    """A trace's prompts are random ids of its lengths (dataset prompts cut to length: not yet), so a
-    dataset workload with load.path is refused, before any server starts."""
-    if load_path is not None and workload.kind != "random":
-        raise ConfigError(
-            "workload.kind",
-            f"a trace's prompts are random ids of its lengths, not {workload.kind}",
-            "use workload=random",
-        )
+def check_trace(cfg: Config, context: Context | str) -> None:
+    """A trace's prompts, before any server starts: a dataset's chosen and cut (a ConfigError where
+    no tokenizer here can count them, or the dataset cannot be read), and each request within the
+    context (prompts at most workload.input_len tokens; ``context`` a string: not known yet)."""
+    load, w = cfg.load, cfg.workload
+    if load.path is None:
+        return
+    if w.kind != "random":
+        trace_items(w, load.trace(), "check", cfg.model.tokenizer or cfg.model.path)
+    if not isinstance(context, str):
+        check_fits("workload.input_len", "a trace's prompts", (w.input_len, True), w.output_len, context)
 
 
-def trace_items(w: WorkloadConfig, trace: Sequence[TraceRequest], stream: str) -> list[Conversation]:
-    """One random-id prompt per trace request, of its input length (at most workload.input_len), asking
-    its output length (at most workload.output_len); each record keeps the trace's line and lengths
-    (extra ``trace_line``, ``input_asked``, ``output_asked``) so a length cut or not honoured shows."""
-    check_trace("trace", w)
+def trace_items(
+    w: WorkloadConfig, trace: Sequence[TraceRequest], stream: str, tokenizer: str | None = None
+) -> list[Conversation]:
+    """One prompt per trace request, of its input length (at most workload.input_len), asking its
+    output length (at most workload.output_len): random ids, or a dataset's prompts chosen and cut to
+    length by ``tokenizer`` (the served model's; specexp.load.trace_prompts). Each record keeps the
+    trace's line and lengths and the prompt's own (extra ``trace_line``, ``input_asked``,
+    ``input_sent``, ``output_asked``), so a length cut or not honoured shows."""
+    if w.kind != "random":
+        return dataset_trace_items(w, trace, stream, tokenizer)
     lo, hi = w.token_range
     rng = np.random.default_rng(stream_seed(w.seed, stream if w.unique else ""))
-    return [
-        Conversation(
-            turns=(rng.integers(lo, hi, size=max(1, min(r.input_len, w.input_len))).tolist(),),
-            max_tokens=max(1, min(r.output_len, w.output_len)),
-            extra=(("trace_line", r.line), ("input_asked", r.input_len), ("output_asked", r.output_len)),
-        )
-        for r in trace
-    ]
+    items = []
+    for r in trace:
+        ids = rng.integers(lo, hi, size=max(1, min(r.input_len, w.input_len))).tolist()
+        extra = (("trace_line", r.line), ("input_asked", r.input_len), ("input_sent", len(ids)))
+        output = max(1, min(r.output_len, w.output_len))
+        items.append(Conversation(turns=(ids,), max_tokens=output, extra=(*extra, ("output_asked", r.output_len))))
+    return items
 
 
 def phases(load: LoadConfig) -> list[float] | None:

@@ -165,12 +165,13 @@ def check_prompts(cfg: Config, run: RunContext, command: Command | None) -> None
     fillers; warm-up sends its own requests and whole warm-up windows."""
     w = cfg.workload
     check_workload(w, run.length_tokenizer)
-    check_trace(cfg.load.path, w)
     measured = max(w.measured(cfg.streams), cfg.batch if cfg.load.kind == "closed" else 0)
     warm = max(w.warmups(cfg.streams), w.measured(cfg.streams) if cfg.measure.warmup_windows else 0)
     argv = command.argv if command is not None else None
     tokenizer = cfg.model.tokenizer or cfg.model.path
-    check_lengths(w, context_length(cfg, argv), tokenizer, (measured, warm), run.length_tokenizer)
+    context = context_length(cfg, argv)
+    check_lengths(w, context, tokenizer, (measured, warm), run.length_tokenizer)
+    check_trace(cfg, context)
 
 
 def load_label(cfg: Config) -> str:

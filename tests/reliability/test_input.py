@@ -113,6 +113,19 @@ def test_a_batch_the_reference_engine_cannot_hold_is_refused_before_launch_namin
     assert not (idle_ws.outputs / "servers").exists(), "a server was started"
 
 
+def test_a_dataset_trace_without_a_tokenizer_to_cut_with_is_refused_before_launch(idle_ws) -> None:
+    """Issue 36 item 2: a trace's dataset prompts are cut to its lengths by a tokenizer found here."""
+    data = idle_ws.root / "prompts.jsonl"
+    data.write_text('{"prompt": "a prompt"}\n')
+    (idle_ws.root / "no_tokenizer").mkdir()
+    trace = Path(__file__).parents[1] / "fixtures" / "traces" / "mooncake.jsonl"
+    load = ["load=trace", f"load.path={trace}", "load.max_concurrency=4"]
+    workload = ["workload=jsonl", f"workload.path={data}", f"workload.length_tokenizer={idle_ws.root / 'no_tokenizer'}"]
+    line = one_line(idle_ws.main("drafter=none", *load, *workload))
+    assert "workload.length_tokenizer: " in line and "no tokenizer.json to cut a trace's dataset prompts" in line
+    left_no_folder(idle_ws)
+
+
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="this python has vLLM: nothing to refuse")
 def test_vllm_without_its_python_is_refused_before_launch(idle_ws) -> None:
     line = one_line(idle_ws.main("drafter=none", "engine=vllm", "engine.python=null"))
