@@ -91,6 +91,12 @@ def design_lines(configs: Iterable[Config]) -> list[str]:
             lines.append("power: one window per point gives no interval, so no difference is detected; use >= 2")
         else:
             lines.append(sequential.design_line(windows))
+        if rel_ci:
+            lines.append(
+                f"stopping: at the looks {', '.join(map(str, sequential.looks(windows, most)))} windows, once the "
+                f"interval is within ±{rel_ci:g}: arms taking turns with drafter=none on their speedups, together; "
+                "any other point on its own output_throughput"
+            )
     return lines
 
 

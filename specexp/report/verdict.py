@@ -231,14 +231,26 @@ def methods(rows: Sequence[PointResult], analysis: Analysis) -> str | None:
 
 def _looks(rows: Sequence[PointResult]) -> str | None:
     """How points measured to a precision target (``measure.rel_ci``) keep 95%; None without one."""
-    for row in rows:
-        if look_alpha(row, row) is not None:
-            at = looks(int(row.params["measure.windows"]), int(row.params["measure.max_windows"]))
-            return (
-                "points measured to measure.rel_ci: every interval at its look's share of the 5% (O'Brien-Fleming "
-                f"spending over looks at {', '.join(map(str, at))} windows), so that stopping early keeps 95%"
-            )
-    return None
+    targeted = [row for row in rows if look_alpha(row, row) is not None]
+    if not targeted:
+        return None
+    row = targeted[0]
+    at = looks(int(row.params["measure.windows"]), int(row.params["measure.max_windows"]))
+    return (
+        f"points measured to measure.rel_ci ({_stopped_on(targeted)}): every interval at its look's share of "
+        f"the 5% (O'Brien-Fleming spending over looks at {', '.join(map(str, at))} windows), so that stopping "
+        "early keeps 95%"
+    )
+
+
+def _stopped_on(rows: Sequence[PointResult]) -> str:
+    """Which interval the precision target was judged on (the tag ``specexp.stopped_on``)."""
+    on = {row.tags.get("specexp.stopped_on") for row in rows}
+    if on == {"speedup"}:
+        return "arms taking turns stopped together on their speedups' intervals"
+    if "speedup" in on:
+        return "arms taking turns with a baseline stopped together on their speedups, the others each on its throughput"
+    return "each point stopped on its own output_throughput's interval"
 
 
 def _power(all_series: Sequence[Series]) -> str | None:

@@ -26,3 +26,12 @@ def test_a_sweeps_dry_run_says_it_once_for_all_its_points(specexp_main) -> None:
     out = run.proc.stdout + run.proc.stderr
     assert "dry run: 4 points on 2 server(s)" in out  # and the baseline arm (baseline=auto)
     assert out.count(SETTINGS) == 1 and out.count(design_line(6)) == 1
+
+
+def test_a_precision_target_says_its_looks_and_what_it_is_judged_on(specexp_main) -> None:
+    run = specexp_main(*POINT, "measure.windows=4", "measure.max_windows=9", "measure.rel_ci=0.05")
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    assert (
+        "stopping: at the looks 4, 6, 9 windows, once the interval is within ±0.05: arms taking turns with "
+        "drafter=none on their speedups, together; any other point on its own output_throughput"
+    ) in " ".join(run.proc.stdout.split())

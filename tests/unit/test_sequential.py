@@ -106,3 +106,7 @@ def test_a_speedup_that_stopped_on_a_precision_target_gets_its_looks_level_and_t
     line, how = verdicts(early, apply(early))
     assert "no measurable difference at batch 4" in line and "they detect only a difference of " in line
     assert "O'Brien-Fleming spending over looks at 3, 5, 8, 12, 18, 20 windows), so that stopping early" in how
+    assert "(each point stopped on its own output_throughput's interval)" in how  # no tag: a point alone
+    for row in early:
+        row.tags["specexp.stopped_on"] = "speedup"  # as specexp.point.job tags arms that stopped together
+    assert "(arms taking turns stopped together on their speedups' intervals)" in verdicts(early, apply(early))[1]
