@@ -339,7 +339,7 @@ class Tuner:
             why = (told.attrs["error"].splitlines() or [""])[0]
             self.refused = refused_before_anything(run.points())  # every trial's job would be refused alike
             stops = "; the study stops: nothing ran, the request is wrong" if self.refused else ""
-            console.print(f"trial {trial.number} {values}: failed ({why}){stops}", markup=False)
+            console.print(f"trial {trial.number} {values}: failed ({why}){stops}", markup=False, soft_wrap=True)
         else:
             self._tell(study, trial, values=told.values)
             found = [loaded(data) for data in told.attrs["estimates"]]
