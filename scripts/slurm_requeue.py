@@ -8,7 +8,7 @@ what finished ok, sets an unfinished point's folder aside (<num>.attempt1) and m
 until the second time-out ends the job. It prints the exit code, the group's attempts (two, one per
 SLURM start), each point's status and the point folders.
 
-    apt-get install -y --no-install-recommends slurm-wlm munge
+    apt-get install -y --no-install-recommends slurm-wlm slurmdbd munge mariadb-server
     PYTHONPATH=. .venv/bin/python scripts/slurm_requeue.py   # the tiny model from $SPECEXP_OUTPUTS/models
 """
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -175,8 +176,7 @@ def collect(group: Group, sweep_dir: Path, outcome: JobReturn | BaseException, s
         error = f"{REFUSED} server group {group.index}'s job: {refused}"
         results = [PointResult.from_params("failed", settings(p.overrides), error=error) for p in group.points]
     else:
-        why = outcome._return_value if isinstance(outcome, JobReturn) else outcome
-        cause = f"{type(why).__name__}: {(str(why).splitlines() or [''])[0]}"
+        cause = ended_by(outcome._return_value if isinstance(outcome, JobReturn) else outcome)
         log.error(
             "server group %d: its job ended early (%s); unfinished points are recorded as interrupted",
             group.index,
@@ -185,6 +185,16 @@ def collect(group: Group, sweep_dir: Path, outcome: JobReturn | BaseException, s
         error = f"the job of server group {group.index} ended before this point did ({cause})"
         results = so_far(group, sweep_dir, settings, error)
     return results
+
+
+def ended_by(why: object) -> str:
+    """Why a job ended early, in one line: the first of its error, and the scheduler's state for the
+    job where submitit names it on a later line (``has not produced any output (state: CANCELLED by
+    1000)``: scancel, a time limit, a node lost)."""
+    text = str(why)
+    first = (text.splitlines() or [""])[0]
+    state = re.search(r"\(state: [^)]*\)", text)
+    return f"{type(why).__name__}: {first}" + (f" {state[0]}" if state and state[0] not in first else "")
 
 
 REFUSED = "the scheduler refused"  # how a refused group's points' errors begin

@@ -64,8 +64,10 @@ def _named(job: Job, launch: int) -> list[str]:
 
 
 def group_key(cfg: Config, global_max: int | None) -> str:
-    """The server key with the capacity fixed, so jobs differing only in load group together."""
-    return describe(cfg, RunContext(max_batch=_largest(global_max, cfg.concurrency))).key
+    """The server key with the capacity fixed, so jobs differing only in load group together; with
+    the GPU type a scheduler is asked for (engine.gpu_type, in no argv), so two types never share a job."""
+    key = describe(cfg, RunContext(max_batch=_largest(global_max, cfg.concurrency))).key
+    return key if cfg.engine.gpu_type is None else f"{key}@{cfg.engine.gpu_type}"
 
 
 def _largest(*sizes: int | None) -> int | None:

@@ -23,8 +23,9 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from specexp import tracking
-from specexp.config import ConfigError, TrackingConfig
+from specexp.config import Config, ConfigError, TrackingConfig
 from specexp.console import console
+from specexp.metrics.registry import lookup
 from specexp.metrics.stats import Estimate
 from specexp.report.analysis import RATIOS, metric_estimate, ratio_estimates
 from specexp.report.study import constraint_values, feasible, restored, stored
@@ -82,6 +83,18 @@ def make_sampler(name: str, seed: int | None, space: SearchSpace, constrained: b
         case "gp":
             return optuna.samplers.GPSampler(seed=seed, constraints_func=constraints)
     raise ConfigError("hydra.sweeper.sampler", f"unknown sampler {name!r}", f"use one of {SAMPLERS}")
+
+
+def check_slo(objectives: list[str], cfg: Config) -> None:
+    """Goodput and attainment exist only under an SLO: without one the objective would be missing
+    from every trial (ConfigError)."""
+    needing = [o for o in objectives if lookup(o).key in ("goodput", "slo_attainment")]
+    if needing and not cfg.slo.given:
+        raise ConfigError(
+            "slo",
+            f"objective {needing[0]} needs a latency target, and none is set",
+            "set slo.ttft_ms and/or slo.tpot_ms, e.g. load=rate rate=4 load.max_concurrency=16 slo.ttft_ms=500",
+        )
 
 
 def violation(clause: Clause, metrics: dict[str, float]) -> float:

@@ -61,11 +61,13 @@ from specexp.report.study import (
 )
 from specexp.result import BASELINE, PointResult
 from specexp.sweep import claims
+from specexp.sweep.groups import refused_before_anything
 from specexp.sweep.names import point_names, sweep_params
 from specexp.sweep.skeleton import LaunchingSweeper, SweepRun
 from specexp.sweep.space import SearchSpace, distribution, parse_condition, split_sweeps
 from specexp.sweep.trials import (
     as_before,
+    check_slo,
     covering,
     enough,
     importances,
@@ -106,6 +108,7 @@ class Tuner:
         self._take_batches([int(b) for b in self.conf.batches] if self.conf.batches else None)
         self.params = params
         self.exhausted = False  # set when the sampler has tried every point of the space
+        self.refused = False  # set when the scheduler refused a trial's jobs before anything ran
         self.constraints = [c for text in self.conf.constraints for c in parse_condition("constraints", text)]
 
     def _take_batches(self, batches: list[int] | None) -> None:
@@ -184,7 +187,7 @@ class Tuner:
             name = self.conf.study_name.removesuffix(f"-b{first.batch}")
             self.conf.study_name = f"{name}-{at}"
         with invalid_config_exits():
-            self._check_slo(first)
+            check_slo(self.objectives, first)
         self._pair(first)
         self._drop_refused(base, [k for k in self.params if k not in swept], first)
         space_text = {k: v for k, v in space_text.items() if k in self.space.distributions or k in self.space.fixed}
@@ -243,6 +246,8 @@ class Tuner:
             others_done(study)  # so that this worker's answer holds every trial of the study
 
         self.sweeper.record(run, first, body)
+        if self.refused:  # said in the trial's line: the request, not a measurement, is wrong
+            raise SystemExit(2)
         if run.recorder is not None and run.recorder.untracked:
             raise SystemExit(tracking.TRACKING_FAILED)
         return study
@@ -259,7 +264,7 @@ class Tuner:
                 return False
             return True
 
-        refused = [k for k in self.space.refused(accepts) if k in preset]
+        refused = [k for k in self.space.refused(accepts) if k in preset] if preset else []  # 48 composes
         if refused:
             self.space = self.space.without(refused)
             console.print(
@@ -281,17 +286,6 @@ class Tuner:
         names = [f"trial {number}: baseline drafter={BASELINE} batch={b}" for b in self.measured_batches]
         return jobs, names
 
-    def _check_slo(self, cfg: Config) -> None:
-        """Goodput and attainment exist only under an SLO: without one the objective would be missing
-        from every trial."""
-        needing = [o for o in self.objectives if lookup(o).key in ("goodput", "slo_attainment")]
-        if needing and not cfg.slo.given:
-            raise ConfigError(
-                "slo",
-                f"objective {needing[0]} needs a latency target, and none is set",
-                "set slo.ttft_ms and/or slo.tpot_ms, e.g. load=rate rate=4 load.max_concurrency=16 slo.ttft_ms=500",
-            )
-
     def _done(self, study: optuna.Study, deadline: float | None) -> bool:
         """n_trials counts trials measured or being measured, by any worker on the study; infeasible
         ones and those that stood back (never launched) only count toward a cap."""
@@ -299,7 +293,7 @@ class Tuner:
             return True
         if deadline is not None and time.monotonic() > deadline:
             return True
-        return self.exhausted
+        return self.exhausted or self.refused
 
     def _trial(self, study: optuna.Study, base: list[str], run: SweepRun) -> None:
         trial = study.ask()
@@ -342,7 +336,10 @@ class Tuner:
             trial.set_user_attr(key, value)
         if told.values is None:
             self._tell(study, trial, state=TrialState.FAIL)
-            console.print(f"trial {trial.number} {values}: failed")
+            why = (told.attrs["error"].splitlines() or [""])[0]
+            self.refused = refused_before_anything(run.points())  # every trial's job would be refused alike
+            stops = "; the study stops: nothing ran, the request is wrong" if self.refused else ""
+            console.print(f"trial {trial.number} {values}: failed ({why}){stops}", markup=False, soft_wrap=True)
         else:
             self._tell(study, trial, values=told.values)
             found = [loaded(data) for data in told.attrs["estimates"]]

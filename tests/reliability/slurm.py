@@ -1,9 +1,14 @@
-"""A real single-node SLURM for the cluster tests (Debian's slurm-wlm and munge): munged, slurmctld
-and slurmd started as this user with every file (key, socket, state, logs, spool) under one folder
-and ports of their own, so nothing of the machine's own setup is used or changed. About 3 s to come
-up. Jobs see the submitter's environment (sbatch exports it), so they run this checkout's specexp.
+"""A real single-node SLURM for the cluster tests (Debian's slurm-wlm and munge): munged, MariaDB,
+slurmdbd, slurmctld and slurmd started as this user with every file (key, sockets, database, state,
+logs, spool) under one folder and ports of their own, so nothing of the machine's own setup is used
+or changed. About 10 s to come up. Jobs see the submitter's environment (sbatch exports it), so they
+run this checkout's specexp.
 
-    apt-get install -y --no-install-recommends slurm-wlm munge
+Accounting (slurmdbd on MariaDB) is what a cluster has and what submitit reads a job's state from
+(``sacct``): without it a job that ends without its result (scancel, a node lost) is never seen to
+end, and the sweep waits for it forever.
+
+    apt-get install -y --no-install-recommends slurm-wlm slurmdbd munge mariadb-server
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-DAEMONS = ("munged", "slurmctld", "slurmd")
+DAEMONS = ("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd")
 
 
 def installed() -> bool:
@@ -39,9 +44,10 @@ def _free_ports(count: int) -> list[int]:
     return ports
 
 
-def config(root: Path, ctld_port: int, d_port: int) -> str:
-    """slurm.conf for one node, this host, 2 CPUs and no GPU (a gres request is refused, as a cluster
-    without that resource refuses it); no accounting, no cgroups (a container has none to give)."""
+def config(root: Path, ctld_port: int, d_port: int, dbd_port: int) -> str:
+    """slurm.conf for one node, this host, its CPUs and no GPU (a gres request is refused, as a
+    cluster without that resource refuses it); accounting in slurmdbd, no cgroups (a container has
+    none to give)."""
     host, user = socket.gethostname(), os.environ.get("USER") or "root"
     return f"""ClusterName=specexp-test
 SlurmctldHost={host}
@@ -61,7 +67,10 @@ SlurmdLogFile={root / "slurmd.log"}
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort={dbd_port}
+AccountingStoragePass={root / "munge.sock"}
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -73,6 +82,58 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
 
 
+def dbd_config(root: Path, dbd_port: int, db_port: int) -> str:
+    """slurmdbd.conf: its records in the MariaDB started under ``root`` (root, no password, TCP)."""
+    return f"""AuthType=auth/munge
+AuthInfo=socket={root / "munge.sock"}
+DbdHost=localhost
+DbdPort={dbd_port}
+SlurmUser={os.environ.get("USER") or "root"}
+PidFile={root / "slurmdbd.pid"}
+LogFile={root / "slurmdbd.log"}
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort={db_port}
+StorageUser=root
+StorageLoc=slurm_acct_db
+"""
+
+
+def _database(root: Path, port: int, env: dict[str, str]) -> subprocess.Popen:
+    """MariaDB under ``root``, on 127.0.0.1:``port``, in the background (it does not fork itself:
+    its process is this one's child, to be waited for)."""
+    data = root / "db"
+    install = ["mariadb-install-db", f"--datadir={data}", "--user=root", "--auth-root-authentication-method=normal"]
+    subprocess.run([*install, "--skip-test-db"], check=True, env=env, capture_output=True)
+    server = [
+        _binary("mariadbd"),
+        "--no-defaults",
+        f"--datadir={data}",
+        "--user=root",
+        f"--port={port}",
+        "--bind-address=127.0.0.1",
+        f"--socket={root / 'mariadb.sock'}",
+        f"--pid-file={root / 'mariadb.pid'}",
+        f"--log-error={root / 'mariadb.log'}",
+        "--innodb-buffer-pool-size=32M",
+    ]
+    return subprocess.Popen(
+        server, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+
+
+def _wait(what: str, ready: Callable[[], bool], end: float, root: Path) -> None:
+    while not ready():
+        if time.monotonic() > end:
+            raise RuntimeError(f"{what} did not come up in time; see {root}/*.log")
+        time.sleep(0.3)
+
+
+def _answers(argv: list[str], env: dict[str, str], wanted: str = "") -> bool:
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    return done.returncode == 0 and wanted in done.stdout
+
+
 @contextlib.contextmanager
 def single_node(root: Path, ready_s: float = 30.0) -> Iterator[dict[str, str]]:
     """The cluster up for the block's length; the environment its clients need (SLURM_CONF). Every
@@ -82,8 +143,12 @@ def single_node(root: Path, ready_s: float = 30.0) -> Iterator[dict[str, str]]:
     key = root / "munge.key"
     key.write_bytes(os.urandom(1024))
     key.chmod(0o600)
+    ctld_port, d_port, dbd_port, db_port = _free_ports(4)
     conf = root / "slurm.conf"
-    conf.write_text(config(root, *_free_ports(2)))
+    conf.write_text(config(root, ctld_port, d_port, dbd_port))
+    dbd_conf = root / "slurmdbd.conf"
+    dbd_conf.write_text(dbd_config(root, dbd_port, db_port))
+    dbd_conf.chmod(0o600)  # slurmdbd refuses a config others can read
     env = {**os.environ, "SLURM_CONF": str(conf)}
     munged = [
         _binary("munged"),
@@ -94,21 +159,33 @@ def single_node(root: Path, ready_s: float = 30.0) -> Iterator[dict[str, str]]:
         f"--log-file={root / 'munged.log'}",
         f"--seed-file={root / 'munged.seed'}",
     ]
+    database: subprocess.Popen | None = None
     try:
+        end = time.monotonic() + ready_s
         subprocess.run(munged, check=True, env=env, capture_output=True)
+        database = _database(root, db_port, env)
+        client = ["mariadb", "--no-defaults", "-h", "127.0.0.1", f"-P{db_port}", "-uroot", "-e", "select 1"]
+        _wait("MariaDB", lambda: _answers(client, env), end, root)
+        subprocess.run([_binary("slurmdbd")], check=True, env=env, capture_output=True)
+        _wait("slurmdbd", lambda: _answers(["sacctmgr", "-n", "show", "cluster"], env), end, root)
+        subprocess.run(["sacctmgr", "-i", "add", "cluster", "specexp-test"], env=env, capture_output=True)
         subprocess.run([_binary("slurmctld"), "-i"], check=True, env=env, capture_output=True)
         subprocess.run([_binary("slurmd")], check=True, env=env, capture_output=True)
-        end = time.monotonic() + ready_s
-        while "idle" not in subprocess.run(["sinfo", "-h", "-o", "%T"], env=env, capture_output=True, text=True).stdout:
-            if time.monotonic() > end:
-                raise RuntimeError(f"SLURM did not come up in {ready_s:g} s; see {root}/*.log")
-            time.sleep(0.3)
+        _wait("SLURM", lambda: _answers(["sinfo", "-h", "-o", "%T"], env, "idle"), end, root)
         yield {"SLURM_CONF": str(conf)}
     finally:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):  # also a cluster that never came up
             subprocess.run(["scancel", "--full", f"--user={os.getuid()}"], env=env, capture_output=True, timeout=10)
-        for name in ("slurmd", "slurmctld", "munged"):
+        for name in ("slurmd", "slurmctld", "slurmdbd"):
             _stop(root / f"{name}.pid")
+        if database is not None:
+            database.terminate()
+            try:
+                database.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                database.kill()
+                database.wait()
+        _stop(root / "munged.pid")
 
 
 def _stop(pid_file: Path, wait_s: float = 10.0) -> None:

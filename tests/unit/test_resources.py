@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from specexp.config import ConfigError
 from specexp.sweep import resources
-from specexp.sweep.groups import Group
+from specexp.sweep.groups import Group, form_groups
 from specexp.sweep.job_plan import by_server, plan
 
 SLURM = OmegaConf.create(
@@ -95,6 +95,18 @@ def test_a_groups_job_is_named_for_its_sweep_and_asks_its_gpus_cpus_and_memory()
         "cpus_per_task": 192,
         "mem_gb": 2000,
     }
+
+
+def test_groups_differing_only_in_gpu_type_share_no_server_and_ask_each_its_own(make_config) -> None:
+    jobs = [
+        ["dry_run=true", "engine.gpus=1", f"engine.gpu_type={t}", f"batch={b}"]
+        for b in (1, 4)
+        for t in ("a100", "h100")
+    ]
+    planned = plan(lambda o: make_config(*o), jobs, "s")
+    assert len({j.group for j in planned}) == 2  # the server key holds the GPU type: one server each
+    asked = [resources.launcher_fields(SLURM, g)["gres"] for g in form_groups(planned, 0, 0)]
+    assert asked == ["gpu:a100:1", "gpu:h100:1"]  # each group's job asks its own type, its batches together
 
 
 def test_the_launchers_own_gres_is_asked_untouched_with_no_second_gpu_request() -> None:

@@ -11,7 +11,7 @@ from hydra._internal.callbacks import Callbacks
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.utils import setup_globals
 from hydra.types import HydraContext
-from submitit.core.utils import FailedJobError
+from submitit.core.utils import FailedJobError, UncompletedJobError
 
 from hydra_plugins.specexp_sweepers import SpecexpSweeper
 from specexp.app import task
@@ -72,3 +72,11 @@ def test_a_scheduler_refusal_fails_the_groups_points_with_its_words_never_retrie
     assert refused_before_anything(results)  # the sweep exits 2: its request is wrong, nothing ran
     ok = PointResult.from_params("ok", {"batch": "8"})
     assert not refused_before_anything([ok, *results]) and not refused_before_anything([])
+
+
+def test_a_job_the_scheduler_ended_says_its_state_in_its_points_error(tmp_path) -> None:
+    said = f"Job 7 (task: 0) with path {tmp_path}/7_0_result.pkl\nhas not produced any output (state: CANCELLED by 0)"
+    group = Group(0, "key", 0, [Point(0, ["batch=1"])])
+    (point,) = collect(group, tmp_path, UncompletedJobError(said), lambda o: {"batch": "1"})
+    assert point.status == "interrupted"  # a resume measures it
+    assert point.error.endswith("/7_0_result.pkl (state: CANCELLED by 0))"), point.error  # scancel, in one line
