@@ -91,13 +91,25 @@ class SweepRun:
             self.recorder.update(self.points(live))
 
 
+def _resume_command(run: SweepRun) -> str:
+    overrides = [a for a in sys.argv[1:] if a not in ("-m", "--multirun") and not a.startswith("resume=")]
+    return shlex.join(["python", "-m", "specexp", *overrides, f"resume={run.sweep_id}", "-m"])
+
+
 def interrupt_line(run: SweepRun) -> str:
     """What an interrupted sweep kept and how to go on, in one line."""
     points = run.points()
     kept = sum(r.ok for r in points)
-    overrides = [a for a in sys.argv[1:] if a not in ("-m", "--multirun") and not a.startswith("resume=")]
-    again = shlex.join(["python", "-m", "specexp", *overrides, f"resume={run.sweep_id}", "-m"])
-    return f"interrupted: {kept} of {len(points)} points kept in {run.sweep_dir}; resume with: {again}"
+    return f"interrupted: {kept} of {len(points)} points kept in {run.sweep_dir}; resume with: {_resume_command(run)}"
+
+
+def cut_short_line(run: SweepRun) -> str | None:
+    """The resume line of a sweep that ended with points interrupted under it (a job scancel or a
+    time-out stopped, a node lost) though the sweep itself was not: None when none was."""
+    cut = sum(r.status == "interrupted" for r in run.points())
+    if not cut:
+        return None
+    return f"{cut} point(s) interrupted (their job ended before they did); resume with: {_resume_command(run)}"
 
 
 class LaunchingSweeper(Sweeper):
@@ -404,5 +416,7 @@ class LaunchingSweeper(Sweeper):
             self._end(run, interrupted=True)
             raise
         self._end(run, interrupted=False)
+        if line := cut_short_line(run):
+            console.print(line, soft_wrap=True)
         if run.recorder is not None and run.recorder.disk_error is not None:  # said by finish
             raise SystemExit(tracking.TRACKING_FAILED if run.recorder.untracked else 1)

@@ -190,6 +190,7 @@ def test_a_killed_group_is_recorded_the_other_goes_on_and_a_resume_finishes_it(t
     os.kill(start["pid"], sig)
     out = finish(proc)
     assert proc.returncode == 1, told(out, sweep)
+    assert "2 point(s) interrupted (their job ended before they did); resume with: python -m specexp" in out
 
     assert [e["event"] for e in attempts(sweep, 1)] == events
     caught = 48 if sig == signal.SIGTERM else None  # a SIGKILLed job's point leaves no results of its own
