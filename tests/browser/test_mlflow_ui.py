@@ -134,30 +134,55 @@ def js_number(value: float) -> str:
     return repr(value).removesuffix(".0")
 
 
-def wait_for_columns(driver, wanted: set[str], timeout: float = 30) -> list[str]:
-    """The runs table's drawn column ids once they hold ``wanted`` (the grid draws columns late)."""
+HEADERS = "return [...document.querySelectorAll('.ag-header-cell')].map(e => e.getAttribute('col-id'))"
+CELLS = (
+    "const rows = {};"
+    "for (const row of document.querySelectorAll('.ag-row')) {"
+    "  const at = rows[row.getAttribute('row-index')] ??= {};"
+    "  for (const cell of row.querySelectorAll('.ag-cell')) at[cell.getAttribute('col-id')] = cell.innerText;"
+    "}"
+    "return rows;"
+)
+# The grid's horizontal scroller: set to ``arguments[0]`` px (its scroll event redraws the columns there);
+# returns how far it can go and how wide its view is.
+SCROLL = (
+    "const s = document.querySelector('.ag-body-horizontal-scroll-viewport');"
+    "if (!s) return [0, 1];"
+    "s.scrollLeft = arguments[0]; s.dispatchEvent(new Event('scroll'));"
+    "return [s.scrollWidth - s.clientWidth, s.clientWidth];"
+)
+
+
+def read_grid(driver) -> tuple[set[str], dict[str, dict[str, str]]]:
+    """The runs table's column ids and its rows by run name ({column id: text}), gathered across its
+    width: the grid draws only the columns in view (how many fit depends on the browser's fonts and
+    window), so it is scrolled sideways a step at a time and what each step drew is joined. A row's
+    cells are split between the grid's pinned and scrolling parts, joined by their row index."""
+    headers: set[str] = set()
+    rows: dict[str, dict[str, str]] = {}
+    left, (end, view) = 0, driver.execute_script(SCROLL, 0)
+    while True:
+        time.sleep(0.3)
+        headers |= set(driver.execute_script(HEADERS))
+        for index, cells in driver.execute_script(CELLS).items():
+            rows.setdefault(index, {}).update(cells)
+        if left >= end:
+            break
+        left = min(end, left + max(view // 2, 1))
+        driver.execute_script(SCROLL, left)
+    driver.execute_script(SCROLL, 0)
+    named = {r["attributes.`Run Name`"].splitlines()[-1]: r for r in rows.values() if "attributes.`Run Name`" in r}
+    return headers, named
+
+
+def wait_for_columns(driver, wanted: set[str], timeout: float = 30) -> tuple[set[str], dict[str, dict[str, str]]]:
+    """``read_grid`` once its columns hold ``wanted`` (the grid draws columns late), or at the timeout."""
     deadline = time.monotonic() + timeout
     while True:
-        headers = driver.execute_script(
-            "return [...document.querySelectorAll('.ag-header-cell')].map(e => e.getAttribute('col-id'))"
-        )
-        if wanted <= set(headers) or time.monotonic() > deadline:
-            return headers
+        headers, rows = read_grid(driver)
+        if wanted <= headers or time.monotonic() > deadline:
+            return headers, rows
         time.sleep(0.5)
-
-
-def table_rows(driver) -> dict[str, dict[str, str]]:
-    """The runs table's rows by run name, each {column id: text}; a row's cells are split between
-    the grid's pinned and scrolling parts, joined by their row index."""
-    cells = driver.execute_script(
-        "const rows = {};"
-        "for (const row of document.querySelectorAll('.ag-row')) {"
-        "  const at = rows[row.getAttribute('row-index')] ??= {};"
-        "  for (const cell of row.querySelectorAll('.ag-cell')) at[cell.getAttribute('col-id')] = cell.innerText;"
-        "}"
-        "return Object.values(rows);"
-    )
-    return {row["attributes.`Run Name`"].splitlines()[-1]: row for row in cells if "attributes.`Run Name`" in row}
 
 
 def test_the_points_link_a_sweep_prints_shows_their_metrics_and_swept_values_as_columns(
@@ -174,15 +199,14 @@ def test_the_points_link_a_sweep_prints_shows_their_metrics_and_swept_values_as_
     link = re.search(r"its points, their metrics as columns: (http://127\.0\.0\.1:5000/\S+)", printed)
     assert link, printed[-2000:]  # on the port of the `mlflow ui` it prints (tracking.ui_port); ours is free
     swept = {"params.`batch`", "params.`drafter.name`"}
-    # Every column on screen: the grid draws only the visible ones, so headers and rows are both read
-    # at this width (read after the window shrinks back, the grid had already dropped the params).
+    # Wide, so that most columns are drawn at once; headers and rows are read before the window shrinks
+    # back (read after it, the grid had already dropped the params on CI's machine).
     browser.set_window_size(2600, 1000)
     try:
         browser.get(link.group(1).replace("http://127.0.0.1:5000", mlflow_url))
         page = wait_for_text(browser, *(p.info.run_name for p in points), "output_throughput", "6 matching runs")
-        headers = wait_for_columns(browser, swept)
         screenshot(browser, "points-view", tmp_path)
-        rows = table_rows(browser)
+        headers, rows = wait_for_columns(browser, swept)
     finally:
         browser.set_window_size(1600, 1000)
     assert "6 matching runs" in page, page[:3000]  # the points, each a row of its own: not the parent
