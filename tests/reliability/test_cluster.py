@@ -113,7 +113,9 @@ def test_a_job_scancel_stops_leaves_its_points_interrupted(ws, cluster: dict[str
     with ws.started(*on_slurm(*long), **cluster) as proc:
         attempts = sweep / "groups" / "0" / "attempts.jsonl"
         end = time.monotonic() + 120
-        while not (attempts.exists() and attempts.read_text().strip()):  # the job has begun on the node
+        # The job's first point measures: its server is up (a job cancelled while it still starts
+        # leaves no point of its own to record the signal, and both read "ended before this point did").
+        while not (sweep / "0" / "server.json").exists():
             assert proc.poll() is None and time.monotonic() < end, proc.stdout.read() if proc.stdout else ""
             time.sleep(0.5)
         sweep_id = json.loads((sweep / "groups" / "0" / "group.json").read_text())["sweep_id"]
