@@ -18,7 +18,7 @@ from specexp.load.conversation import Conversation
 from specexp.load.lengths import Context, check_fits
 from specexp.load.prompts import make_prompts, stream_seed
 from specexp.load.rate_profile import phase_edges, profile_arrivals
-from specexp.load.trace_prompts import dataset_trace_items
+from specexp.load.trace_prompts import check_dataset_trace, dataset_trace_items
 
 
 def arrivals(load: LoadConfig, n: int, seed: Sequence[int]) -> list[float]:
@@ -50,7 +50,7 @@ def check_trace(cfg: Config, context: Context | str) -> None:
     if load.path is None:
         return
     if w.kind != "random":
-        trace_items(w, load.trace(), "check", cfg.model.tokenizer or cfg.model.path)
+        check_dataset_trace(w, cfg.model.tokenizer or cfg.model.path)
     if not isinstance(context, str):
         check_fits("workload.input_len", "a trace's prompts", (w.input_len, True), w.output_len, context)
 

@@ -67,6 +67,12 @@ def _by_length(w: WorkloadConfig, path: Path, tokenizer: str | None) -> Sorted:
     return _sorted[key]
 
 
+def check_dataset_trace(w: WorkloadConfig, model_tokenizer: str | None) -> None:
+    """Before any server starts: a tokenizer here counts the dataset's prompts, and the dataset reads
+    (ConfigError otherwise); its prompts sorted by length stay cached for the windows' choices."""
+    _by_length(w, trace_tokenizer(w, model_tokenizer), model_tokenizer)
+
+
 def choose(lengths: Sequence[int], wanted: Sequence[int]) -> list[int]:
     """Which of the prompts of ``lengths`` (ascending) each request of ``wanted`` tokens gets: the
     shortest at least that long not given yet, else the shortest at least that long, else the last."""
