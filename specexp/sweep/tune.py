@@ -264,7 +264,8 @@ class Tuner:
                 return False
             return True
 
-        refused = [k for k in self.space.refused(accepts) if k in preset] if preset else []  # 48 composes
+        # Only a preset's keys can be refused; without one, skip the check's Hydra composes (48 for tune_depth).
+        refused = [k for k in self.space.refused(accepts) if k in preset] if preset else []
         if refused:
             self.space = self.space.without(refused)
             console.print(
